@@ -1,0 +1,155 @@
+"""The contract: an environment is one class.
+
+Subclass `Environment[MyAction, MyObservation, MyState]`, implement `reset` and `step` (or only
+mark tools with `@tool`: the default `step` then runs tool-call actions), and the SDK serves it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+import uuid
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from .errors import EnvironmentDefinitionError
+from .tools import RESERVED_NAMES, ToolSpec, collect_orchestrator_calls, collect_tools
+from .types import Action, Observation, State
+
+__all__ = ["Environment"]
+
+ActT = TypeVar("ActT", bound=Action)
+ObsT = TypeVar("ObsT", bound=Observation)
+StateT = TypeVar("StateT", bound=State)
+
+
+class Environment(Generic[ActT, ObsT, StateT]):
+    """Base class of every environment.
+
+    Type parameters give the action, observation and state models; they become the server's
+    `/schema` and validate every action before `step` sees it.
+
+    Methods (sync or `async def`, either works; OpenEnv's `reset_async`/`step_async` overrides
+    are honoured too):
+
+    - `reset(seed=None, episode_id=None, **task) -> Observation`: start an episode. Task fields
+      (e.g. `task_id`) arrive as keyword arguments.
+    - `step(action) -> Observation`: apply one action. The default runs tool-call actions
+      (`{"tool": name, "arguments": {...}}`, or OpenEnv's `call_tool`/`list_tools`), so an
+      environment made only of `@tool` methods is a complete gym-style environment.
+    - `state -> State`: the episode's state (a property).
+    - `close()`: free resources; called when the session ends, whatever the reason.
+
+    Class options:
+
+    - `SUPPORTS_CONCURRENT_SESSIONS`: one server may hold many instances at once (default True).
+      When False the server holds at most one session.
+    - `THREAD_AFFINITY`: run every sync call of a session on one dedicated thread (for libraries
+      with thread-local state). Default False: sync calls run on a shared thread pool.
+    - `BLOCKING`: sync methods may block, so run them off the event loop (default True). Set it
+      False for environments whose sync methods are quick and never block; they then run on the
+      event loop, saving a thread hop per call.
+    """
+
+    action_type: ClassVar[type[Action]] = Action
+    observation_type: ClassVar[type[Observation]] = Observation
+    state_type: ClassVar[type[State]] = State
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    version: ClassVar[str | None] = None
+
+    SUPPORTS_CONCURRENT_SESSIONS: ClassVar[bool] = True
+    THREAD_AFFINITY: ClassVar[bool] = False
+    BLOCKING: ClassVar[bool] = True
+
+    tool_specs: ClassVar[dict[str, ToolSpec]] = {}
+    orchestrator_calls: ClassVar[dict[str, str]] = {}
+
+    _state: State | None = None
+    episode_done: bool = False
+    """Set it to True from a tool (e.g. `submit`) to end the episode; the default `step` reports it."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _infer_model_types(cls)
+        for verb in RESERVED_NAMES:
+            member = cls.__dict__.get(verb)
+            if member is not None and getattr(member, "__openenv_tool__", None) is not None:
+                raise EnvironmentDefinitionError(
+                    f"{cls.__name__}.{verb}: a tool cannot be named {verb!r}: reset, step, state and "
+                    f"close are the orchestrator's verbs and are never exposed to the agent."
+                )
+        cls.tool_specs = collect_tools(cls)
+        cls.orchestrator_calls = collect_orchestrator_calls(cls)
+        clash = set(cls.orchestrator_calls) & RESERVED_NAMES
+        if clash:
+            raise EnvironmentDefinitionError(f"{cls.__name__}: orchestrator calls cannot be named {sorted(clash)}")
+        if not cls.name:
+            cls.name = cls.__name__
+        if not cls.description:
+            cls.description = (inspect.getdoc(cls) or "").split("\n\n")[0].strip()
+
+    # --- the contract --------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **task: Any) -> ObsT:
+        """Start a new episode and return its first observation."""
+        self._state = self.state_type(episode_id=episode_id or uuid.uuid4().hex)
+        self.episode_done = False
+        return typing.cast(ObsT, self.observation_type())
+
+    def step(self, action: ActT) -> ObsT:
+        """Apply one action. The default handles tool calls only; the server runs them."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no step() for {type(action).__name__}: implement step(), "
+            f"or send tool-call actions ({{'tool': name, 'arguments': {{...}}}})"
+        )
+
+    @property
+    def state(self) -> StateT:
+        """The current episode's state."""
+        if self._state is None:
+            self._state = self.state_type()
+        return typing.cast(StateT, self._state)
+
+    def close(self) -> None:
+        """Free what the environment holds. Called once when its session ends."""
+
+    # --- what the server asks of a class ------------------------------------------------
+
+    @classmethod
+    def handles_tool_calls_in_step(cls) -> bool:
+        """True when `step` is the default, so tool-call actions are run by the SDK."""
+        return _defines(cls, "step") is Environment and _defines(cls, "step_async") is None
+
+    @classmethod
+    def tools_schema(cls) -> list[dict[str, Any]]:
+        return [spec.schema().model_dump() for spec in cls.tool_specs.values()]
+
+
+def _defines(cls: type, attr: str) -> type | None:
+    for klass in cls.__mro__:
+        if attr in vars(klass):
+            return klass
+    return None
+
+
+def _infer_model_types(cls: type) -> None:
+    """Read `Environment[A, O, S]` from the class's bases into action/observation/state types."""
+    for base in getattr(cls, "__orig_bases__", ()):
+        origin = typing.get_origin(base)
+        if origin is None or not (isinstance(origin, type) and issubclass(origin, Environment)):
+            continue
+        args = typing.get_args(base)
+        for name, arg, expected in zip(
+            ("action_type", "observation_type", "state_type"), args, (Action, Observation, State), strict=False
+        ):
+            if isinstance(arg, TypeVar):
+                continue
+            if not (isinstance(arg, type) and issubclass(arg, BaseModel) and issubclass(arg, expected)):
+                raise EnvironmentDefinitionError(
+                    f"{cls.__name__}: type parameter {name.removesuffix('_type')} must subclass "
+                    f"openenv_sdk.{expected.__name__}, got {arg!r}"
+                )
+            if name not in vars(cls):
+                setattr(cls, name, arg)

@@ -1,0 +1,113 @@
+"""OpenEnv's JSON-RPC subset of MCP: `tools/list` and `tools/call` with no `initialize`.
+
+It answers `{"type": "mcp"}` messages on `/ws` and plain JSON-RPC `POST /mcp` requests that do
+not come from an MCP client session (those go to the official MCP server, `_mcp.py`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ._protocol import ProtocolError
+
+if TYPE_CHECKING:
+    from ..environment import Environment
+    from ._session import Session, SessionManager
+
+__all__ = ["JsonRpcRequest", "handle_jsonrpc", "mcp_tool_list"]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+PROTOCOL_VERSION = "2025-06-18"
+
+
+class JsonRpcRequest(BaseModel):
+    """A JSON-RPC 2.0 request."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    jsonrpc: str
+    method: str
+    params: dict[str, Any] | None = None
+    id: str | int | None = None
+
+
+def _error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def mcp_tool_list(env_cls: type[Environment[Any, Any, Any]]) -> list[dict[str, Any]]:
+    """The environment's tools in MCP's `tools/list` shape (camelCase `inputSchema`)."""
+    return [
+        {"name": spec.name, "description": spec.description, "inputSchema": spec.input_schema}
+        for spec in env_cls.tool_specs.values()
+    ]
+
+
+def public_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result as MCP's `CallToolResult` JSON, without the SDK's internal fields."""
+    return {k: v for k, v in result.items() if k not in ("_error", "data")}
+
+
+async def handle_jsonrpc(
+    payload: Any,
+    *,
+    session: Session | None,
+    env_cls: type[Environment[Any, Any, Any]],
+    sessions: SessionManager | None = None,
+) -> dict[str, Any]:
+    """Answer one JSON-RPC request. Without a session, `tools/call` runs in a throwaway
+    environment (OpenEnv's stateless behaviour): bind a session with its MCP token to act in
+    an episode."""
+    try:
+        request = JsonRpcRequest.model_validate(payload)
+    except ValidationError as e:
+        request_id = payload.get("id") if isinstance(payload, dict) else None
+        return _error(INVALID_REQUEST, f"Invalid JSON-RPC request: {e.errors()[0]['msg']}", request_id)
+    rid = request.id
+    params = request.params or {}
+    if request.method == "initialize":
+        result: dict[str, Any] = {
+            "protocolVersion": params.get("protocolVersion", PROTOCOL_VERSION),
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": env_cls.name, "version": env_cls.version or "0"},
+        }
+    elif request.method == "ping":
+        result = {}
+    elif request.method == "tools/list":
+        result = {"tools": mcp_tool_list(env_cls)}
+    elif request.method == "tools/call":
+        name = params.get("name")
+        if not isinstance(name, str):
+            return _error(INVALID_PARAMS, "tools/call needs params.name (the tool's name)", rid)
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            return _error(INVALID_PARAMS, "tools/call params.arguments must be an object", rid)
+        try:
+            if session is not None:
+                outcome = await session.call_tool(name, arguments, source="mcp")
+            else:
+                outcome = await _call_stateless(name, arguments, sessions)
+        except ProtocolError as e:
+            return _error(INVALID_PARAMS, e.message, rid)
+        result = public_result(outcome)
+    else:
+        return _error(METHOD_NOT_FOUND, f"Method not found: {request.method!r}", rid)
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+async def _call_stateless(name: str, arguments: dict[str, Any], sessions: SessionManager | None) -> dict[str, Any]:
+    if sessions is None:
+        raise RuntimeError("a stateless tools/call needs the session manager")
+    session = await sessions.create("mcp-stateless")
+    try:
+        await session.reset({})
+        return await session.call_tool(name, arguments, source="mcp")
+    finally:
+        await sessions.close(session.id)

@@ -1,0 +1,133 @@
+"""`WS /ws`: one connection is one session.
+
+Messages are OpenEnv's envelope `{"type": ..., "data": ..., "id"?: ...}`; every reply echoes
+the request's `id`. Every bad message gets a typed `error` reply and the session goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from ..types import ErrorCode, SessionInfo, WSRequest
+from ._mcp_compat import handle_jsonrpc
+from ._protocol import ProtocolError
+
+if TYPE_CHECKING:
+    from ._app import ServerState
+    from ._session import Session
+
+logger = logging.getLogger("openenv_sdk.server")
+
+__all__ = ["serve_websocket"]
+
+_REPLY_TYPE = {"reset": "observation", "step": "observation", "state": "state", "mcp": "mcp", "session": "session"}
+
+
+def _dump(kind: str, data: Any, request_id: str | int | None) -> str:
+    if request_id is None:
+        return json.dumps({"type": kind, "data": data})
+    return json.dumps({"type": kind, "data": data, "id": request_id})
+
+
+async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
+    """Accept one connection, hold its session until it closes, is reaped, or the server stops."""
+    await websocket.accept()
+    try:
+        session = await state.sessions.create("ws")
+    except ProtocolError as e:
+        await websocket.send_text(_dump("error", e.payload(), None))
+        await websocket.close(code=1013, reason=e.code.value)
+        return
+
+    async def on_reap() -> None:
+        error = ProtocolError(ErrorCode.SESSION_ERROR, f"Session closed after {state.sessions.idle_timeout_s} s idle")
+        if websocket.client_state is WebSocketState.CONNECTED:
+            await websocket.send_text(_dump("error", error.payload(), None))
+            await websocket.close(code=1001, reason="idle timeout")
+
+    session.on_reap = on_reap
+    max_bytes = state.config.max_message_bytes
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = message.get("text")
+            if text is None:
+                raw = message.get("bytes") or b""
+                text = raw.decode("utf-8", errors="replace")
+            if len(text) > max_bytes:
+                error = ProtocolError(
+                    ErrorCode.MESSAGE_TOO_LARGE, f"Message of {len(text)} bytes exceeds the limit of {max_bytes} bytes"
+                )
+                await websocket.send_text(_dump("error", error.payload(), None))
+                continue
+            reply, closing = await _handle(session, text, state)
+            if reply is not None:
+                await websocket.send_text(reply)
+            if closing:
+                await websocket.close(code=1000)
+                break
+    except WebSocketDisconnect:
+        pass
+    except RuntimeError as e:  # sending on a socket the reaper closed
+        logger.debug("session %s: websocket ended: %s", session.id[:8], e)
+    finally:
+        await state.sessions.close(session.id)
+
+
+async def _handle(session: Session, text: str, state: ServerState) -> tuple[str | None, bool]:
+    """One message in, one reply out (and whether the session ends)."""
+    try:
+        request = WSRequest.model_validate_json(text)
+    except ValidationError as e:
+        request_id = _salvage_id(text)
+        if any(err["type"] == "json_invalid" for err in e.errors()):
+            error = ProtocolError(ErrorCode.INVALID_JSON, f"Invalid JSON: {e.errors()[0]['msg']}")
+        else:
+            error = ProtocolError.from_validation(e, "Invalid message")
+        return _dump("error", error.payload(), request_id), False
+    session.touch()
+    kind = request.type
+    try:
+        if kind == "step":
+            data: Any = await session.step(request.data)
+        elif kind == "reset":
+            data = await session.reset(request.data)
+        elif kind == "state":
+            data = await session.state()
+        elif kind == "close":
+            return None, True
+        elif kind == "mcp":
+            data = await handle_jsonrpc(request.data, session=session, env_cls=state.env_cls)
+        elif kind == "session":
+            data = SessionInfo(session_id=session.id, mcp_token=session.mcp_token).model_dump()
+        elif kind == "call":
+            body = request.data or {}
+            name = body.get("name")
+            if not isinstance(name, str):
+                raise ProtocolError(ErrorCode.VALIDATION_ERROR, "call needs data.name (the orchestrator call)")
+            result = await session.call(name, body.get("arguments"))
+            return _dump("result", {"name": name, "result": result}, request.id), False
+        else:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_TYPE,
+                f"Unknown message type {kind!r}; expected one of reset, step, state, close, mcp, session, call",
+            )
+    except ProtocolError as e:
+        return _dump("error", e.payload(), request.id), False
+    return _dump(_REPLY_TYPE[kind], data, request.id), False
+
+
+def _salvage_id(text: str) -> str | int | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    request_id = value.get("id") if isinstance(value, dict) else None
+    return request_id if isinstance(request_id, str | int) else None
