@@ -1,0 +1,72 @@
+"""Loading an environment folder: its manifest and its environment class (or OpenEnv app)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .environment import Environment
+from .errors import ManifestError
+from .manifest import Manifest, load_manifest
+
+__all__ = ["LoadedEnvironment", "import_ref", "load_environment"]
+
+
+@dataclass(frozen=True)
+class LoadedEnvironment:
+    """An environment folder, ready to serve."""
+
+    path: Path
+    manifest: Manifest
+    env_cls: type[Environment[Any, Any, Any]] | None
+    """The class named by `environment:`; None for an OpenEnv folder that names only `app:`."""
+    app: Any | None
+    """The ASGI app named by `app:` when there is no `environment:` (an OpenEnv environment)."""
+    readme: str | None
+
+
+def import_ref(folder: Path, ref: str, *, what: str) -> Any:
+    """Import `module:attribute` with `folder` (and its parent, for package-style folders) on the path."""
+    module_name, _, attribute = ref.partition(":")
+    for entry in (str(folder), str(folder.parent)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:
+        raise ManifestError(f"{folder / 'openenv.yaml'}: {what} {ref!r}: cannot import {module_name!r}: {e}") from e
+    try:
+        return getattr(module, attribute)
+    except AttributeError as e:
+        raise ManifestError(
+            f"{folder / 'openenv.yaml'}: {what} {ref!r}: module {module_name!r} has no {attribute!r}"
+        ) from e
+
+
+def load_environment(path: str | Path) -> LoadedEnvironment:
+    """Read `openenv.yaml` in `path` and import what it names.
+
+    Raises:
+        ManifestError: the manifest is invalid, names nothing to serve, or its import fails.
+    """
+    folder = Path(path).resolve()
+    manifest = load_manifest(folder)
+    readme_file = folder / "README.md"
+    readme = readme_file.read_text(encoding="utf-8") if readme_file.is_file() else None
+    if manifest.environment:
+        env_cls = import_ref(folder, manifest.environment, what="environment")
+        if not (isinstance(env_cls, type) and issubclass(env_cls, Environment)):
+            raise ManifestError(
+                f"{folder / 'openenv.yaml'}: environment {manifest.environment!r} is not an "
+                f"openenv_sdk.Environment subclass (got {env_cls!r})"
+            )
+        return LoadedEnvironment(folder, manifest, env_cls, None, readme)
+    if manifest.app:
+        return LoadedEnvironment(folder, manifest, None, import_ref(folder, manifest.app, what="app"), readme)
+    raise ManifestError(
+        f"{folder / 'openenv.yaml'}: names nothing to serve: set `environment: module:Class` "
+        f"(an openenv_sdk.Environment subclass) or OpenEnv's `app: module:app`"
+    )
