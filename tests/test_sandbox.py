@@ -1,0 +1,86 @@
+"""Agent commands are bounded: whatever they do costs that command at most."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from openenv_sdk.sandbox import SandboxLimits, run_command
+
+
+def _processes() -> str:
+    return subprocess.run(["ps", "-eo", "cmd"], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    if os.geteuid() == 0:  # commands run as the sandbox user, who must own the workspace
+        shutil.chown(work, "nobody")
+    return work
+
+
+def test_output_status_and_stderr_are_reported(workdir: Path) -> None:
+    result = run_command("echo out; echo err >&2; exit 3", cwd=workdir)
+    assert (result.stdout, result.stderr, result.exit_code, result.timed_out) == ("out\n", "err\n", 3, False)
+    assert result.render() == "out\n[stderr]\nerr\n[exit code 3]"
+
+
+def test_endless_loop_is_killed_at_the_timeout(workdir: Path) -> None:
+    started = time.monotonic()
+    result = run_command("while true; do :; done", cwd=workdir, limits=SandboxLimits(timeout_s=0.5))
+    assert result.timed_out and result.exit_code == 124
+    assert time.monotonic() - started < 3
+    assert "timed out after" in result.render()
+
+
+def test_huge_output_is_truncated_with_a_marker_and_flooding_is_stopped(workdir: Path) -> None:
+    limits = SandboxLimits(max_output_bytes=1000, kill_after_output_bytes=8 * 1024**2, timeout_s=20)
+    result = run_command("yes | head -c 1000000000", cwd=workdir, limits=limits)
+    assert result.stdout.startswith("y\n") and "bytes truncated ...]" in result.stdout
+    assert len(result.stdout) < 1100
+    assert "killed: output exceeded 8388608 bytes" in result.stderr
+    small = run_command("head -c 5000 /dev/zero | tr '\\0' a", cwd=workdir, limits=SandboxLimits(max_output_bytes=1000))
+    assert small.stdout_truncated_bytes == 4000
+    assert small.stdout.endswith("[... 4000 bytes truncated ...]\n")
+
+
+def test_fork_bomb_is_contained(workdir: Path) -> None:
+    result = run_command(":(){ :|:& };:", cwd=workdir, limits=SandboxLimits(timeout_s=5, max_processes=32))
+    assert result.duration_s < 10
+    time.sleep(0.2)
+    assert run_command("echo alive", cwd=workdir).stdout == "alive\n"  # the next command runs
+    leftovers = _processes().count(":|:")
+    assert leftovers == 0
+
+
+def test_memory_limit_stops_a_hog(workdir: Path) -> None:
+    limits = SandboxLimits(memory_bytes=256 * 1024**2)
+    result = run_command("python3 -c 'x = bytearray(1024**3)'", cwd=workdir, limits=limits)
+    assert result.exit_code != 0 and "MemoryError" in result.stderr
+
+
+def test_background_children_are_killed_when_the_command_ends(workdir: Path) -> None:
+    result = run_command("sleep 300 & echo started", cwd=workdir, limits=SandboxLimits(timeout_s=10))
+    assert result.stdout == "started\n" and not result.timed_out
+    time.sleep(0.1)
+    assert "sleep 300" not in _processes()
+
+
+def test_deleted_working_directory_is_reported_not_raised(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    result = run_command("pwd", cwd=gone)
+    assert result.exit_code == 126 and "does not exist (was it deleted?)" in result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to the sandbox user needs root")
+def test_commands_run_as_the_sandbox_user_and_cannot_signal_the_server(workdir: Path) -> None:
+    result = run_command(f"id -un; kill -0 {os.getpid()} 2>&1 || echo refused", cwd=workdir)
+    assert result.stdout.splitlines()[0] == "nobody"
+    assert result.stdout.rstrip().endswith("refused")
