@@ -287,6 +287,30 @@ class Network(_Section):
         return self
 
 
+class Sandbox(_Section):
+    """How an environment that runs agent commands isolates them inside its container.
+
+    When set, the generated image runs the server as root and creates `user`; every agent
+    command then runs as that unprivileged user (see `openenv_sdk.sandbox`), so the agent can
+    neither signal the server nor read what the server keeps to itself.
+    """
+
+    user: str = Field(default="agent", min_length=1, description="Unprivileged user agent commands run as.")
+    command_timeout_s: float = Field(default=30.0, gt=0.0, description="Wall-clock limit of one agent command.")
+    max_output_bytes: int = Field(
+        default=16 * 1024, ge=256, description="Bytes of stdout and of stderr kept per command; the rest is cut."
+    )
+    memory: MemorySize = Field(default="1g", description="Address-space limit of each agent process.")
+    max_processes: int = Field(default=128, ge=1, description="Processes one agent command may start.")
+    system_packages: list[str] = Field(
+        default_factory=list, description="Debian packages the image needs (e.g. `git`), installed when missing."
+    )
+
+    @property
+    def memory_bytes(self) -> int:
+        return parse_memory_size(self.memory)
+
+
 class ServerSettings(_Section):
     """How the server runs sessions (one session is one episode's environment instance)."""
 
@@ -351,6 +375,14 @@ class Manifest(_Document):
     )
     base_image: str | None = Field(
         default=None, description="Base image of the container; unset for the SDK's default."
+    )
+    hidden: list[str] = Field(
+        default_factory=lambda: ["hidden"],
+        description="Paths in the folder that never enter the image (hidden tests, reference solutions): "
+        "host-side graders read them and send what they need at grading time.",
+    )
+    sandbox: Sandbox | None = Field(
+        default=None, description="Isolation of agent commands; set by environments that run them."
     )
     resources: Resources = Field(default_factory=Resources, description="Container limits.")
     network: Network = Field(default_factory=Network, description="Container network access.")
