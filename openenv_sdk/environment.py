@@ -78,7 +78,8 @@ class Environment(Generic[ActT, ObsT, StateT]):
             if member is not None and getattr(member, "__openenv_tool__", None) is not None:
                 raise EnvironmentDefinitionError(
                     f"{cls.__name__}.{verb}: a tool cannot be named {verb!r}: reset, step, state and "
-                    f"close are the orchestrator's verbs and are never exposed to the agent."
+                    f"close are the orchestrator's verbs and are never exposed to the agent. Rename the "
+                    f"method (a tool method named {verb!r} would also replace the orchestrator's {verb})."
                 )
         cls.tool_specs = collect_tools(cls)
         cls.orchestrator_calls = collect_orchestrator_calls(cls)

@@ -172,11 +172,15 @@ class Session:
                 f"Available: {sorted([*calls, 'transcript'])}",
             )
         fn = getattr(self.env, calls[name])
+        arguments = arguments or {}
+        try:  # checked here: inside _call_env a TypeError would read as the call's own failure
+            if not isinstance(arguments, dict):
+                raise TypeError(f"arguments must be an object, got {type(arguments).__name__}")
+            inspect.signature(fn).bind(**arguments)
+        except TypeError as e:
+            raise ProtocolError(ErrorCode.VALIDATION_ERROR, f"Bad arguments for {name!r}: {e}") from e
         async with self.lock:
-            try:
-                result = await self._call_env(fn, **(arguments or {}))
-            except TypeError as e:
-                raise ProtocolError(ErrorCode.VALIDATION_ERROR, f"Bad arguments for {name!r}: {e}") from e
+            result = await self._call_env(fn, **arguments)
         return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, source: str) -> dict[str, Any]:

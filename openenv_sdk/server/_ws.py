@@ -88,7 +88,8 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
     except ValidationError as e:
         request_id = _salvage_id(text)
         if any(err["type"] == "json_invalid" for err in e.errors()):
-            error = ProtocolError(ErrorCode.INVALID_JSON, f"Invalid JSON: {e.errors()[0]['msg']}")
+            # pydantic's message already reads "Invalid JSON: <reason>"
+            error = ProtocolError(ErrorCode.INVALID_JSON, e.errors()[0]["msg"])
         else:
             error = ProtocolError.from_validation(e, "Invalid message")
         return _dump("error", error.payload(), request_id), False

@@ -1,0 +1,351 @@
+"""`AsyncEnvClient`: the asyncio client (WebSocket through `websockets.asyncio.client`)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from ..errors import ClientStateError, ProviderError, RequestTimeout, ServerError, TransportError
+from ..types import SchemaResponse, SessionInfo
+from ._base import (
+    _RETRY_AFTER_SENT,
+    STALE,
+    ActT,
+    BaseEnvClient,
+    ConnectionEnded,
+    Dropped,
+    ObsT,
+    StateT,
+    _http_base,
+    _Lifecycle,
+    http_error,
+    logger,
+)
+from ._mcp import McpChannel
+from ._models import StepResult
+from ._sync import _json_or_text
+
+if TYPE_CHECKING:
+    import mcp_types
+
+__all__ = ["AsyncEnvClient"]
+
+
+class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
+    """The asyncio twin of `EnvClient`: the same methods, awaited; `aclose()` instead of `close()`.
+
+    Example:
+        >>> async with AsyncEnvClient(url, env_cls=EchoEnvironment) as env:  # doctest: +SKIP
+        ...     await env.reset()
+        ...     result = await env.step(EchoAction(message="hi"))
+
+    Calls on one client are serialised (one session, one request at a time); run several
+    clients for concurrent episodes. Blocking provider work (starting a server) runs in a thread.
+    """
+
+    def _setup_io(self) -> None:
+        self._conn: ClientConnection | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._mcp: McpChannel | None = None
+        self._lock_obj: asyncio.Lock | None = None
+
+    @property
+    def _lock(self) -> asyncio.Lock:
+        if self._lock_obj is None:
+            self._lock_obj = asyncio.Lock()
+        return self._lock_obj
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def connect(self) -> Self:
+        """Start the provider (if any) and open the session now rather than on first use.
+
+        Raises:
+            ProviderError: the provider could not start the server.
+            TransportError: the server cannot be reached.
+            CapacityError: the server holds its maximum of sessions.
+        """
+        async with self._lock:
+            self._check_usable()
+            if self._conn is None:
+                await self._open()
+            return self
+
+    async def reconnect(self) -> SessionInfo | None:
+        """Drop the current session and open a new one; an episode in progress is lost."""
+        async with self._lock:
+            self._check_usable()
+            await self._drop("reconnect() replaced the connection")
+            await self._open()
+            return self._session_info
+
+    async def restart(self) -> SessionInfo | None:
+        """Stop the provider's server, start a fresh one, and open a new session there.
+
+        Raises:
+            ClientStateError: the client was given a `base_url`, not a provider.
+        """
+        async with self._lock:
+            self._check_usable()
+            provider = self._provider
+            if provider is None:
+                raise ClientStateError(self._restart_refused())
+            await self._drop("restart() replaced the server")
+            await self._close_http()
+            await asyncio.to_thread(provider.stop)
+            self._base_url = None
+            self._schema = None
+            await self._open()
+            return self._session_info
+
+    async def aclose(self) -> None:
+        """Close the session, the MCP channel and the provider's server. Safe to call twice."""
+        if self._lifecycle is _Lifecycle.CLOSED:
+            return
+        self._lifecycle = _Lifecycle.CLOSED
+        try:
+            await self._close_socket()
+            channel, self._mcp = self._mcp, None
+            if channel is not None:
+                await channel.aclose()
+            await self._close_http()
+        finally:
+            if self._provider is not None:
+                await asyncio.to_thread(self._provider.stop)
+
+    async def __aenter__(self) -> Self:
+        return await self.connect()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # --- the orchestrator's verbs -----------------------------------------------------------
+
+    async def reset(self, **kwargs: Any) -> StepResult[ObsT]:
+        """Start an episode: `seed`, `episode_id` and task fields. See `EnvClient.reset`."""
+        async with self._lock:
+            observation_model = dict if self._generic else self._observation_model()
+            data = await self._exchange("reset", kwargs)
+            result = self._parse_step(data, observation_model)
+            self._record_reset(kwargs, data)
+            return result
+
+    async def step(self, action: Any) -> StepResult[ObsT]:
+        """Apply one action. See `EnvClient.step`."""
+        async with self._lock:
+            payload, observation_model = self._encode_action(action)
+            data = await self._exchange("step", payload)
+            result = self._parse_step(data, observation_model)
+            self._record_step(payload, data)
+            return result
+
+    async def state(self) -> StateT:
+        """The episode's state, as the environment's state model. See `EnvClient.state`."""
+        async with self._lock:
+            return self._parse_state(await self._exchange("state", None))  # type: ignore[no-any-return]
+
+    async def call(self, name: str, /, **arguments: Any) -> Any:
+        """An orchestrator-only call (for graders), e.g. `call("transcript")`."""
+        async with self._lock:
+            return self._parse_call(await self._exchange("call", {"name": name, "arguments": arguments}))
+
+    async def session(self) -> SessionInfo:
+        """The session: its id and the MCP token that binds an agent to this episode."""
+        async with self._lock:
+            self._check_usable()
+            if self._conn is None:
+                await self._connection("session")
+            if self._session_info is None:
+                self._session_info = self._session_from(await self._exchange("session", None))
+            return self._session_info
+
+    @property
+    def mcp_url(self) -> str:
+        """The URL an agent's MCP client connects to, bound to this session's episode.
+
+        Raises:
+            ClientStateError: the client is not connected yet (`await connect()`, or `async with`).
+        """
+        self._check_usable()
+        if self._conn is None or self._session_info is None:
+            raise ClientStateError(
+                "mcp_url needs an open session: use `async with`, or `await client.connect()` "
+                "(or `await client.session()`) first"
+            )
+        return self._mcp_url(self._session_info)
+
+    async def schema(self) -> SchemaResponse:
+        """The server's `/schema`: action, observation and state JSON Schemas, and the tools."""
+        self._check_usable()
+        if self._schema is None:
+            await self._ensure_started()
+            url = f"{self._base_url}/schema"
+            try:
+                response = await self._http_client().get(url)
+            except httpx.TimeoutException as e:
+                raise RequestTimeout(f"GET {url}: no answer within {self._timeout_s:g} s") from e
+            except httpx.HTTPError as e:
+                raise TransportError(f"GET {url} failed: {e}.{self._provider_note()}") from e
+            body = _json_or_text(response)
+            if response.status_code != 200:
+                raise http_error(response.status_code, body, f"GET {url}")
+            self._schema = self._schema_from(body)
+        return self._schema
+
+    # --- the agent's side (MCP) --------------------------------------------------------------
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        """The tools, listed through this session's MCP binding by the official `mcp` client."""
+        return await (await self._mcp_channel()).list_tools()
+
+    async def call_tool(self, name: str, /, **arguments: Any) -> mcp_types.CallToolResult:
+        """Call a tool as the agent would: over MCP, in this session's episode. See `EnvClient.call_tool`."""
+        return await (await self._mcp_channel()).call_tool(name, arguments)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    async def _mcp_channel(self) -> McpChannel:
+        url = self._mcp_url(await self.session())
+        if self._mcp is not None and self._mcp.url != url:
+            channel, self._mcp = self._mcp, None
+            await channel.aclose()
+        if self._mcp is None:
+            self._mcp = McpChannel(url, timeout_s=self._timeout_s, connect_timeout_s=self._connect_timeout_s)
+        return self._mcp
+
+    async def _ensure_started(self) -> None:
+        if self._base_url is None:
+            assert self._provider is not None
+            base_url = await asyncio.to_thread(self._provider.start)
+            if not isinstance(base_url, str):
+                raise ProviderError(f"{type(self._provider).__name__}.start() returned {base_url!r}, not a URL")
+            self._base_url = _http_base(base_url)
+
+    def _http_client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s))
+        return self._http
+
+    async def _close_http(self) -> None:
+        client, self._http = self._http, None
+        if client is not None:
+            await client.aclose()
+
+    async def _open(self) -> None:
+        await self._ensure_started()
+        try:
+            conn = await connect(
+                self._ws_url(),
+                open_timeout=self._connect_timeout_s,
+                close_timeout=self._connect_timeout_s,
+                max_size=self._max_message_bytes,
+            )
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as e:
+            raise TransportError(self._unreachable_text(e)) from e
+        self._conn = conn
+        self._send_ids = True
+        try:
+            info: SessionInfo | None = self._session_from(await self._roundtrip(conn, "session", None))
+        except ServerError as e:
+            if e.code != "UNKNOWN_TYPE":
+                await self._close_socket()
+                raise
+            info = None
+        except ConnectionEnded as e:
+            await self._close_socket()
+            raise e.error from None
+        except Dropped as e:
+            await self._close_socket()
+            raise TransportError(f"{self._ws_url()} closed the connection at once ({e.reason})") from None
+        except BaseException:
+            await self._close_socket()
+            raise
+        self._on_connected(info)
+
+    async def _close_socket(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await conn.close()
+            except Exception as e:  # already broken: nothing more to release
+                logger.debug("closing the WebSocket failed: %s", e)
+
+    async def _drop(self, reason: str) -> None:
+        if self._conn is not None:
+            await self._close_socket()
+            self._on_dropped(reason)
+
+    async def _connection(self, kind: str) -> ClientConnection:
+        if self._conn is None:
+            if self._lost is not None and not self._auto_reconnect:
+                raise self._reconnect_refused()
+            if self._lost is not None or self._lifecycle is _Lifecycle.OPEN:
+                logger.warning("reconnecting to %s: a new session (%s)", self._where(), self._lost or "no episode lost")
+            await self._open()
+        self._check_not_lost(kind)
+        assert self._conn is not None
+        return self._conn
+
+    async def _exchange(self, kind: str, data: Any) -> Any:
+        self._check_usable()
+        for attempt in (1, 2):
+            conn = await self._connection(kind)
+            try:
+                return await self._roundtrip(conn, kind, data)
+            except Dropped as dropped:
+                await self._close_socket()
+                self._on_dropped(f"the connection closed ({dropped.reason})")
+                retry = self._auto_reconnect and attempt == 1 and (not dropped.sent or kind in _RETRY_AFTER_SENT)
+                if not retry:
+                    raise TransportError(self._drop_text(kind, dropped)) from None
+            except ConnectionEnded as ended:
+                await self._close_socket()
+                self._on_dropped(f"the server ended the session ({ended.error.args[0]})")
+                raise self._ended_error(ended.error) from None
+            except RequestTimeout:
+                raise
+            except TransportError as e:  # the connection is out of step: start over on a new one
+                await self._close_socket()
+                self._on_dropped(f"the connection failed ({e})")
+                raise
+        raise AssertionError("unreachable")
+
+    async def _roundtrip(self, conn: ClientConnection, kind: str, data: Any) -> Any:
+        request_id, text = self._encode(kind, data)
+        try:
+            await conn.send(text)
+        except ConnectionClosed as e:
+            raise self._closed_on_send(str(e), await _unread(conn)) from None
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                while True:
+                    try:
+                        raw = await conn.recv()
+                    except ConnectionClosed as e:
+                        raise Dropped(str(e), sent=True) from None
+                    reply = self._decode(request_id, kind, raw)
+                    if reply is not STALE:
+                        return reply
+        except TimeoutError:
+            if self._after_timeout(request_id):
+                await self._close_socket()
+                self._on_dropped("a request timed out on a server that does not echo request ids")
+            raise RequestTimeout(self._timeout_error_text(kind)) from None
+
+
+async def _unread(conn: ClientConnection) -> list[str | bytes]:
+    """Messages already received on a closed connection (e.g. the server's last error)."""
+    out: list[str | bytes] = []
+    for _ in range(8):
+        try:
+            out.append(await asyncio.wait_for(conn.recv(), 0.01))
+        except (ConnectionClosed, TimeoutError, RuntimeError):
+            break
+    return out

@@ -1,0 +1,232 @@
+"""`GenericEnvClient` / `AsyncGenericEnvClient`: dict actions checked against the server's `/schema`.
+
+No environment package is needed: on first `step` the client fetches `/schema` and validates
+each action with `jsonschema` before it is sent, so a bad action fails with the field it names
+(`action.message: 'message' is a required property`). Tool-call actions (`{"tool": ..., "arguments":
+...}`, `{"type": "call_tool", "tool_name": ..., ...}`, `{"type": "list_tools"}`) are validated
+against the tool's input schema from `/schema`'s `tools`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+
+from ..errors import InvalidActionError
+from ..types import Action, Observation, SchemaResponse, State
+from ._async import AsyncEnvClient
+from ._base import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STARTUP_TIMEOUT_S, DEFAULT_TIMEOUT_S
+from ._sync import EnvClient
+
+if TYPE_CHECKING:
+    from ..providers.base import Provider
+
+__all__ = ["ActionValidator", "AsyncGenericEnvClient", "GenericEnvClient"]
+
+
+def _did_you_mean(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _path(parts: list[Any]) -> str:
+    return ".".join(str(p) for p in parts)
+
+
+class ActionValidator:
+    """Checks dict actions against a server's `/schema` (action schema and tool input schemas)."""
+
+    def __init__(self, schema: SchemaResponse) -> None:
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+        self._validator_cls = Draft202012Validator
+        self.action_schema = schema.action
+        self._action = Draft202012Validator(schema.action)
+        self.tools = {tool.name: tool for tool in schema.tools}
+        self._tool_validators: dict[str, Any] = {}
+        self._action_fields = set((schema.action.get("properties") or {}).keys())
+
+    def tool_call(self, action: Mapping[str, Any]) -> tuple[str, str, Any] | None:
+        """`(name_key, name, arguments)` when `action` spells a tool call, else None."""
+        kind = action.get("type")
+        if "type" not in self._action_fields:
+            if kind == "list_tools":
+                return ("type", "", None)
+            if kind == "call_tool":
+                return ("tool_name", action.get("tool_name"), action.get("arguments", {}))  # type: ignore[return-value]
+        if "tool" in action and "tool" not in self._action_fields and self.tools:
+            return ("tool", action.get("tool"), action.get("arguments", {}))  # type: ignore[return-value]
+        return None
+
+    def validate(self, action: Mapping[str, Any]) -> None:
+        """Raises `InvalidActionError` naming every bad field (`action.<path>: <why>`)."""
+        call = self.tool_call(action)
+        if call is None:
+            self._raise_if_errors(self._errors(self._action, action, self.action_schema, ["action"]), "action")
+            return
+        name_key, name, arguments = call
+        if name_key == "type":  # list_tools
+            return
+        errors: list[dict[str, Any]] = []
+        if not isinstance(name, str):
+            errors.append({"loc": ["action", name_key], "msg": "the tool's name must be a string", "type": "type"})
+        elif name not in self.tools:
+            message = f"unknown tool {name!r}.{_did_you_mean(name, sorted(self.tools))} Available: {sorted(self.tools)}"
+            errors.append({"loc": ["action", name_key], "msg": message, "type": "unknown_tool"})
+        elif not isinstance(arguments, Mapping):
+            errors.append({"loc": ["action", "arguments"], "msg": "arguments must be an object", "type": "type"})
+        else:
+            tool = self.tools[name]
+            validator = self._tool_validators.get(name)
+            if validator is None:
+                validator = self._tool_validators[name] = self._validator_cls(tool.input_schema)
+            errors = self._errors(validator, arguments, tool.input_schema, ["action", "arguments"])
+        self._raise_if_errors(errors, f"tool call {name!r}")
+
+    def _errors(
+        self, validator: Any, instance: Any, schema: dict[str, Any], prefix: list[Any]
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for error in sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]):
+            loc = [*prefix, *error.absolute_path]
+            message = error.message
+            if error.validator == "required":
+                instance = error.instance if isinstance(error.instance, Mapping) else {}
+                for name in [p for p in error.validator_value if p not in instance]:
+                    if message == f"{name!r} is a required property":
+                        loc = [*loc, name]
+                        break
+            elif error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+                allowed = sorted((error.schema.get("properties") or {}).keys())
+                extras = [k for k in error.instance if k not in allowed]
+                for extra in extras:
+                    out.append(
+                        {
+                            "loc": [*loc, extra],
+                            "msg": f"unexpected field {extra!r}.{_did_you_mean(str(extra), allowed)} "
+                            f"Allowed: {allowed}",
+                            "type": "additionalProperties",
+                        }
+                    )
+                continue
+            out.append({"loc": loc, "msg": message, "type": str(error.validator)})
+        return out
+
+    @staticmethod
+    def _raise_if_errors(errors: list[dict[str, Any]], what: str) -> None:
+        if errors:
+            message = "; ".join(f"{_path(e['loc'])}: {e['msg']}" for e in errors)
+            raise InvalidActionError(message, code="VALIDATION_ERROR", details={"errors": errors, "checked": what})
+
+
+class _GenericMixin:
+    """Dict actions and observations for either client; the shared bits only."""
+
+    _generic: ClassVar[bool] = True
+    _schema: SchemaResponse | None
+    _validator: Any
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        env_dir: str | Path | None = None,
+        image: str | None = None,
+        provider: Provider | None = None,
+        validate_actions: bool = True,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        auto_reconnect: bool = True,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        **kwargs: Any,
+    ) -> None:
+        """Describe the connection; nothing is opened until first use (or `connect()`).
+
+        Give exactly one of `base_url`, `env_dir`, `image`, `provider`.
+
+        Args:
+            base_url: a running server, e.g. `http://127.0.0.1:8000`.
+            env_dir: an environment folder to serve locally, stopped when the client closes.
+            image: an environment image to run with `DockerProvider`, stopped on close.
+            provider: any object with `start() -> base_url`, `stop()` and `is_alive()`.
+            validate_actions: check each action against `/schema` before sending it.
+            timeout_s: the longest wait for one reply, in seconds.
+            connect_timeout_s: the longest wait to open a connection, in seconds.
+            startup_timeout_s: the longest wait for `env_dir`'s or `image`'s server, in seconds.
+            auto_reconnect: when the connection has dropped, the next call opens a new session once.
+            max_message_bytes: the largest reply accepted.
+
+        Raises:
+            ValueError: not exactly one source was given, or a timeout is not positive.
+            TypeError: `env_cls=` was given (generic clients are untyped).
+        """
+        self._validate_actions = validate_actions
+        super().__init__(  # type: ignore[call-arg]
+            base_url,
+            env_dir=env_dir,
+            image=image,
+            provider=provider,
+            timeout_s=timeout_s,
+            connect_timeout_s=connect_timeout_s,
+            startup_timeout_s=startup_timeout_s,
+            auto_reconnect=auto_reconnect,
+            max_message_bytes=max_message_bytes,
+            **kwargs,
+        )
+
+    def _resolve_models(self) -> Any:
+        from ._base import _Models
+
+        return _Models(Action, Observation, State)
+
+    def _encode_action(self, action: Any) -> tuple[dict[str, Any], type[Any]]:
+        if isinstance(action, BaseModel):
+            action = action.model_dump(mode="json")
+        if not isinstance(action, Mapping):
+            raise TypeError(f"step() takes a dict action, got {type(action).__name__}")
+        payload = dict(action)
+        if self._validate_actions and self._schema is not None:
+            if self._validator is None:
+                self._validator = ActionValidator(self._schema)
+            self._validator.validate(payload)
+        return payload, dict
+
+
+class GenericEnvClient(_GenericMixin, EnvClient[Any, Any, Any]):
+    """A blocking client for any environment server, with plain dict actions and observations.
+
+    `reset`/`step` return `StepResult[dict]`, `state()` a dict. Each action is checked against
+    the server's `/schema` before it is sent (`validate_actions=False` skips that, e.g. for a
+    server without `/schema`).
+
+    Example:
+        >>> with GenericEnvClient("http://127.0.0.1:8000") as env:  # doctest: +SKIP
+        ...     env.reset()
+        ...     env.step({"message": "hi"})
+    """
+
+    def step(self, action: Mapping[str, Any]) -> Any:
+        """Apply one dict action, checked against `/schema` first.
+
+        Raises:
+            InvalidActionError: the action fails the action schema or the tool's input schema;
+                the message names each bad field (`action.message: ...`).
+        """
+        if self._validate_actions:
+            self.schema()
+        return EnvClient.step(self, action)
+
+
+class AsyncGenericEnvClient(_GenericMixin, AsyncEnvClient[Any, Any, Any]):
+    """The asyncio twin of `GenericEnvClient`."""
+
+    async def step(self, action: Mapping[str, Any]) -> Any:
+        """Apply one dict action, checked against `/schema` first. See `GenericEnvClient.step`."""
+        if self._validate_actions:
+            await self.schema()
+        return await AsyncEnvClient.step(self, action)

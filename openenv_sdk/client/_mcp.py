@@ -1,0 +1,199 @@
+"""The agent's side of a session: one official MCP client session, bound by the session's token.
+
+`McpChannel` owns one `mcp` client session to `{base_url}/mcp?session=TOKEN`. The session lives
+in one task (anyio's cancel scopes must be left by the task that entered them); callers hand
+it work through a queue, from any task of the same event loop. `LoopThread` is the private
+event loop on which the sync client runs its channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import RequestTimeout, ToolCallError, TransportError
+
+if TYPE_CHECKING:
+    import mcp_types
+
+__all__ = ["LoopThread", "McpChannel"]
+
+T = TypeVar("T")
+
+_JSONRPC_NAMES = {
+    -32700: "PARSE_ERROR",
+    -32600: "INVALID_REQUEST",
+    -32601: "METHOD_NOT_FOUND",
+    -32602: "INVALID_PARAMS",
+    -32603: "INTERNAL_ERROR",
+}
+
+
+def _leaf(error: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+class McpChannel:
+    """One MCP client session to one URL, served by one task on the current event loop."""
+
+    def __init__(self, url: str, *, timeout_s: float, connect_timeout_s: float) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self._queue: asyncio.Queue[tuple[Callable[[Any], Awaitable[Any]], asyncio.Future[Any]] | None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def list_tools(self) -> list[mcp_types.Tool]:
+        """The tools as the official client lists them (`mcp_types.Tool`)."""
+
+        async def run(session: Any) -> list[mcp_types.Tool]:
+            return list((await session.list_tools()).tools)
+
+        return await self._request(run, "tools/list")
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """Call one tool; returns `mcp_types.CallToolResult` (a failing tool is `is_error=True`).
+
+        Raises:
+            ToolCallError: the server refused the call (unknown tool, unbound session).
+        """
+
+        async def run(session: Any) -> mcp_types.CallToolResult:
+            return await session.call_tool(name, arguments)  # type: ignore[no-any-return]
+
+        return await self._request(run, f"tools/call {name!r}", tool=name)
+
+    async def aclose(self) -> None:
+        """End the MCP session (the transport sends its DELETE) and its task."""
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        assert self._queue is not None
+        self._queue.put_nowait(None)
+        try:
+            await asyncio.wait_for(asyncio.shield(task), self.connect_timeout_s)
+        except BaseException:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    # --- internals ----------------------------------------------------------------------
+
+    async def _request(self, fn: Callable[[Any], Awaitable[T]], what: str, *, tool: str | None = None) -> T:
+        from mcp.shared.exceptions import MCPError
+
+        await self._ensure_started()
+        assert self._queue is not None
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((fn, future))
+        try:
+            return await asyncio.wait_for(future, self.timeout_s)
+        except TimeoutError:
+            raise RequestTimeout(f"MCP {what} at {self.url} got no answer within {self.timeout_s:g} s") from None
+        except MCPError as e:
+            code = _JSONRPC_NAMES.get(e.code, f"JSONRPC_{e.code}")
+            details: dict[str, Any] = {"jsonrpc_code": e.code}
+            if tool is not None:
+                details["tool"] = tool
+            raise ToolCallError(f"MCP {what} refused: {e.message}", code=code, details=details) from e
+
+    async def _ensure_started(self) -> None:
+        if self._task is None or self._task.done():
+            loop = asyncio.get_running_loop()
+            self._queue = asyncio.Queue()
+            self._ready = loop.create_future()
+            self._task = loop.create_task(self._run(self._queue, self._ready), name="openenv-mcp-channel")
+        assert self._ready is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), self.connect_timeout_s)
+        except TimeoutError:
+            await self.aclose()
+            raise RequestTimeout(
+                f"MCP session at {self.url} was not initialized within {self.connect_timeout_s:g} s"
+            ) from None
+
+    async def _run(self, queue: asyncio.Queue[Any], ready: asyncio.Future[None]) -> None:
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        current: asyncio.Future[Any] | None = None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                streams = await stack.enter_async_context(streamable_http_client(self.url))
+                session = await stack.enter_async_context(
+                    ClientSession(streams[0], streams[1], read_timeout_seconds=self.timeout_s)
+                )
+                await session.initialize()
+                ready.set_result(None)
+                while True:
+                    job = await queue.get()
+                    if job is None:
+                        return
+                    fn, current = job
+                    if current.done():
+                        continue
+                    try:
+                        result = await fn(session)
+                    except Exception as e:  # a refused call is the caller's error, not the channel's
+                        if not current.done():
+                            current.set_exception(e)
+                    else:
+                        if not current.done():
+                            current.set_result(result)
+                    current = None
+        except BaseException as e:
+            leaf = _leaf(e)
+            error = TransportError(f"MCP session at {self.url} failed: {type(leaf).__name__}: {leaf}")
+            pending = [current] if current is not None else []
+            while not queue.empty():
+                job = queue.get_nowait()
+                if job is not None:
+                    pending.append(job[1])
+            for future in (ready, *pending):
+                if not future.done():
+                    future.set_exception(error)
+            if isinstance(e, asyncio.CancelledError):
+                raise
+        finally:
+            if not ready.done():
+                ready.set_exception(TransportError(f"MCP session at {self.url} ended before it was initialized"))
+
+
+class LoopThread:
+    """A private event loop on a daemon thread, for the sync client's MCP channel."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="openenv-client-mcp", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
+        """Run `coro` on the loop and wait for it (at most `timeout_s`)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise RequestTimeout(f"MCP request got no answer within {timeout_s:g} s") from None
+
+    def close(self, timeout_s: float) -> None:
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout_s)

@@ -1,0 +1,46 @@
+"""The provider contract: something that starts an environment server and gives its URL.
+
+A provider is a context manager: `with DockerProvider(image) as provider: provider.base_url`.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+__all__ = ["Provider"]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Starts and stops one environment server.
+
+    Subclass it to get the context manager (`__enter__` starts, `__exit__` stops).
+    """
+
+    def start(self) -> str:
+        """Start the server, wait until it is healthy, and return its base URL (`http://host:port`).
+
+        Calling it again while started returns the same URL.
+
+        Raises:
+            ProviderError: the server could not be started or did not become healthy.
+        """
+        ...
+
+    def stop(self) -> None:
+        """Stop the server and release what it holds. Safe to call twice, or before `start`."""
+        ...
+
+    def is_alive(self) -> bool:
+        """Whether the server's process is still running (not whether it answers)."""
+        ...
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,353 @@
+"""Run an environment image in a container engine (Docker Engine or Podman).
+
+Limits and network policy come from the arguments, else from the manifest the image
+carries in its `org.openenv.manifest` label (`resources`, `network.policy`, `port`,
+`variables`), else from the manifest's defaults.
+
+Network policy and how the host reaches the server:
+
+* `none` (default): the container joins an *internal* bridge network (`openenv-internal`,
+  created on first use): it has no route out (no egress, no DNS to the outside), and the
+  host reaches the server at the container's own IP on that bridge. Engines do not publish
+  ports of containers on internal networks, and `network_mode="none"` would leave no way in
+  at all, so this is how "no network" and "reachable server" go together. It needs the host
+  to route to the container's IP: true for Docker Engine and Podman on Linux, not for Docker
+  Desktop (macOS/Windows), where `network="bridge"` is needed.
+* `bridge`: the engine's default network, full egress; the port is published on
+  127.0.0.1 at a random host port.
+* `allowlist`: not supported by this provider (it needs an egress proxy).
+
+The container is removed by `stop()`, on leaving the `with` block (Ctrl-C included) and at
+interpreter exit (`atexit`). It is killed, not only stopped, when the process is killed
+with SIGKILL; such leftovers carry the label `org.openenv.managed=1`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import uuid
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from openenv_sdk.containers.engine import connect_engine
+from openenv_sdk.containers.errors import (
+    ContainerExitedError,
+    ContainerRunError,
+    StartupTimeoutError,
+)
+from openenv_sdk.containers.labels import LABEL_MANAGED, LABEL_PORT, manifest_from_labels
+from openenv_sdk.manifest import Manifest, parse_memory_size
+from openenv_sdk.providers.base import Provider
+from openenv_sdk.providers.health import wait_for_health
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
+
+__all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "INTERNAL_NETWORK", "DockerProvider", "NetworkPolicy"]
+
+NetworkPolicy = Literal["none", "bridge"]
+DEFAULT_STARTUP_TIMEOUT_S = 60.0
+INTERNAL_NETWORK = "openenv-internal"
+_LOG_TAIL_LINES = 40
+
+
+class DockerProvider(Provider):
+    """Runs one container of an environment image and gives the URL of its server.
+
+    Example:
+        >>> with DockerProvider("openenv-echo_env:latest") as provider:  # doctest: +SKIP
+        ...     httpx.get(f"{provider.base_url}/health")
+    """
+
+    def __init__(
+        self,
+        image: str,
+        *,
+        port: int | None = None,
+        network: NetworkPolicy | None = None,
+        mem_limit: str | None = None,
+        cpus: float | None = None,
+        pids_limit: int | None = None,
+        env: Mapping[str, str] | None = None,
+        read_only: bool = False,
+        name: str | None = None,
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        stop_timeout_s: float = 3.0,
+        engine: docker.DockerClient | None = None,
+        docker_host: str | None = None,
+    ) -> None:
+        """Describe the container; nothing runs until `start()`.
+
+        Args:
+            image: image tag or id, e.g. from `openenv_sdk.build.build_image`.
+            port: the server's port inside the container; default the image's manifest `port`.
+            network: `none` (no egress) or `bridge` (egress); default the manifest's
+                `network.policy`. See the module docstring.
+            mem_limit: memory limit such as `"512m"`; default the manifest's `resources.memory`.
+            cpus: CPU cores; default the manifest's `resources.cpus`.
+            pids_limit: most processes/threads; default the manifest's `resources.pids`.
+            env: environment variables, added to the manifest's `variables`.
+            read_only: mount the root file system read-only (with a writable tmpfs `/tmp`).
+            name: container name; default `openenv-<image>-<random>`.
+            startup_timeout_s: longest wait, in seconds, for `GET /health` to answer 200.
+            stop_timeout_s: grace period, in seconds, between SIGTERM and SIGKILL on stop.
+            engine: a connected docker SDK client; default `connect_engine(docker_host=...)`.
+            docker_host: engine address when `engine` is not given.
+        """
+        if startup_timeout_s <= 0:
+            raise ValueError(f"startup_timeout_s must be positive, got {startup_timeout_s}")
+        self.image = image
+        self._port = port
+        self._network = network
+        self._mem_limit = mem_limit
+        self._cpus = cpus
+        self._pids_limit = pids_limit
+        self._env = dict(env or {})
+        self._read_only = read_only
+        self._name = name
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self._engine = engine
+        self._owns_engine = engine is None
+        self._docker_host = docker_host
+        self._container: Container | None = None
+        self._base_url: str | None = None
+        self._lock = threading.Lock()
+
+    # --- public ---------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str | None:
+        """`http://host:port` of the running server, or `None` before `start()` / after `stop()`."""
+        return self._base_url
+
+    @property
+    def container_id(self) -> str | None:
+        """The running container's id, or `None`."""
+        return self._container.id if self._container is not None else None
+
+    def start(self) -> str:
+        """Run the container and wait for `GET /health` to answer 200.
+
+        Raises:
+            EngineUnavailableError: no engine answers.
+            ContainerRunError: the image is missing, or the engine refused the container.
+            ContainerExitedError: the container exited before it was healthy (with its log tail).
+            StartupTimeoutError: no 200 from `/health` within `startup_timeout_s`.
+        """
+        with self._lock:
+            if self._base_url is not None:
+                return self._base_url
+            try:
+                return self._start()
+            except BaseException:  # Ctrl-C included: never leave the container behind
+                self._remove()
+                raise
+
+    def stop(self) -> None:
+        """Stop and remove the container (a no-op when none runs)."""
+        with self._lock:
+            self._remove()
+
+    def is_alive(self) -> bool:
+        """Whether the container is running (an exited or removed one is not)."""
+        container = self._container
+        if container is None:
+            return False
+        try:
+            container.reload()
+        except Exception:  # NotFound or a lost engine: not alive either way
+            return False
+        return container.status == "running"
+
+    def check_alive(self) -> None:
+        """Raise if the container has died since it started (e.g. the server crashed or ran out of memory).
+
+        Raises:
+            ContainerExitedError: with the exit status and the last log lines.
+            ContainerRunError: `start()` was never called, or the provider was stopped.
+        """
+        container = self._container
+        if container is None:
+            raise ContainerRunError(f"no container of {self.image!r} is running: call start() first")
+        if not self.is_alive():
+            code = self.exit_code()
+            tail = self.logs_tail()
+            oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
+            raise ContainerExitedError(
+                f"container of {self.image!r} exited (status {code}{', out of memory' if oom else ''}); "
+                "last log lines:\n" + "\n".join(f"  | {line}" for line in tail),
+                container_id=container.id,
+                log_tail=tail,
+                exit_code=code,
+            )
+
+    def logs_tail(self, lines: int = _LOG_TAIL_LINES) -> list[str]:
+        """The last `lines` lines of the container's output (stdout and stderr)."""
+        container = self._container
+        if container is None:
+            return []
+        try:
+            raw = container.logs(stdout=True, stderr=True, tail=lines)
+        except Exception:
+            return []
+        return raw.decode("utf-8", "replace").splitlines()[-lines:]
+
+    def exit_code(self) -> int | None:
+        """The container's exit status once it has exited, else `None`."""
+        container = self._container
+        if container is None:
+            return None
+        try:
+            container.reload()
+        except Exception:
+            return None
+        state = container.attrs.get("State", {})
+        return None if state.get("Running") else state.get("ExitCode")
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _start(self) -> str:
+        import docker.errors
+
+        if self._engine is None:
+            self._engine = connect_engine(docker_host=self._docker_host)
+        engine = self._engine
+        try:
+            image = engine.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise ContainerRunError(
+                f"image {self.image!r} not found in the engine; build it first (openenv_sdk.build.build_image "
+                "or `openenv build ENV_DIR`)"
+            ) from None
+        manifest = manifest_from_labels(image.labels) or Manifest(name=self.image)
+        port = self._port or int((image.labels or {}).get(LABEL_PORT, manifest.port))
+        policy = self._network or manifest.network.policy
+        if policy not in ("none", "bridge"):
+            raise ContainerRunError(
+                f"network policy {policy!r} is not supported by DockerProvider; use 'none' or 'bridge'"
+            )
+        cpus = self._cpus if self._cpus is not None else manifest.resources.cpus
+        options: dict[str, Any] = {
+            "name": self._name or f"openenv-{_slug(self.image)}-{uuid.uuid4().hex[:8]}",
+            "labels": {LABEL_MANAGED: "1", "org.openenv.owner-pid": str(os.getpid())},
+            "environment": {**manifest.variables, **self._env},
+            "mem_limit": parse_memory_size(self._mem_limit or manifest.resources.memory),
+            "nano_cpus": int(cpus * 1e9),
+            "pids_limit": self._pids_limit or manifest.resources.pids,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "init": True,
+        }
+        if self._read_only:
+            options["read_only"] = True
+            options["tmpfs"] = {"/tmp": "rw,size=64m"}
+        if policy == "bridge":
+            options["ports"] = {f"{port}/tcp": ("127.0.0.1", None)}
+        else:
+            options["network"] = _internal_network(engine)
+        try:
+            container = engine.containers.run(image.id or self.image, detach=True, **options)
+        except docker.errors.DockerException as e:
+            raise ContainerRunError(f"the engine refused to run {self.image!r}: {e}") from e
+        self._container = container
+        _live.add(self)
+        base_url = self._url(container, port, policy)
+        outcome = wait_for_health(base_url, timeout_s=self.startup_timeout_s, is_alive=self.is_alive)
+        if outcome == "dead":
+            code = self.exit_code()
+            tail = self.logs_tail()
+            raise ContainerExitedError(
+                f"container of {self.image!r} exited (status {code}) before /health answered; last log lines:\n"
+                + "\n".join(f"  | {line}" for line in tail),
+                container_id=container.id,
+                log_tail=tail,
+                exit_code=code,
+            )
+        if outcome == "timeout":
+            tail = self.logs_tail()
+            raise StartupTimeoutError(
+                f"{base_url}/health did not answer 200 within {self.startup_timeout_s:.0f}s "
+                "(raise startup_timeout_s if the server is slow to start); last log lines:\n"
+                + "\n".join(f"  | {line}" for line in tail),
+                container_id=container.id,
+                log_tail=tail,
+            )
+        self._base_url = base_url
+        return base_url
+
+    def _url(self, container: Container, port: int, policy: str) -> str:
+        container.reload()
+        if policy == "bridge":
+            bindings = (container.ports or {}).get(f"{port}/tcp") or []
+            if not bindings:
+                raise ContainerRunError(
+                    f"the engine published no host port for {port}/tcp",
+                    container_id=container.id,
+                    log_tail=self.logs_tail(),
+                )
+            return f"http://127.0.0.1:{bindings[0]['HostPort']}"
+        networks = container.attrs.get("NetworkSettings", {}).get("Networks", {})
+        address = (networks.get(INTERNAL_NETWORK) or {}).get("IPAddress")
+        if not address:
+            raise ContainerRunError(
+                f"the container got no address on the network {INTERNAL_NETWORK!r}",
+                container_id=container.id,
+                log_tail=self.logs_tail(),
+            )
+        return f"http://{address}:{port}"
+
+    def _remove(self) -> None:
+        container, self._container, self._base_url = self._container, None, None
+        _live.discard(self)
+        if container is not None:
+            with contextlib.suppress(Exception):  # already gone, or already stopped: removal below settles it
+                container.stop(timeout=max(0, round(self.stop_timeout_s)))
+            with contextlib.suppress(Exception):
+                container.remove(force=True, v=True)
+        if self._owns_engine and self._engine is not None:
+            engine, self._engine = self._engine, None
+            engine.close()
+
+    def __del__(self) -> None:  # last resort; atexit and `with` are the real paths
+        with contextlib.suppress(Exception):
+            self._remove()
+
+
+def _internal_network(engine: docker.DockerClient) -> str:
+    """Create (once) the internal bridge network used for policy `none`; return its name."""
+    import docker.errors
+
+    info_os = str(engine.info().get("OperatingSystem", ""))
+    if "Docker Desktop" in info_os:
+        raise ContainerRunError(
+            "network policy 'none' needs the host to reach container IPs, which Docker Desktop does not allow; "
+            "use network='bridge' (the container then has egress)"
+        )
+    if not engine.networks.list(names=[INTERNAL_NETWORK]):
+        try:
+            engine.networks.create(INTERNAL_NETWORK, driver="bridge", internal=True, labels={LABEL_MANAGED: "1"})
+        except docker.errors.APIError as e:
+            if e.status_code != 409:  # created meanwhile by another process
+                raise ContainerRunError(f"could not create the network {INTERNAL_NETWORK!r}: {e}") from e
+    return INTERNAL_NETWORK
+
+
+def _slug(image: str) -> str:
+    base = image.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
+    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in base)[:40] or "env"
+
+
+_live: weakref.WeakSet[DockerProvider] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for provider in list(_live):
+        with contextlib.suppress(Exception):
+            provider.stop()
