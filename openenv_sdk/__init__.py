@@ -16,7 +16,6 @@ from .errors import (
     ToolCallError,
     TransportError,
 )
-from .server import ServerConfig, create_app
 from .tools import orchestrator, tool
 from .types import (
     Action,
@@ -30,6 +29,21 @@ from .types import (
     ToolError,
     ToolErrorType,
 )
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .server import ServerConfig, create_app
+
+
+def __getattr__(name: str) -> Any:
+    # The server pulls in FastAPI and the MCP server; clients that never serve skip that import.
+    if name in ("ServerConfig", "create_app"):
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module 'openenv_sdk' has no attribute {name!r}")
+
 
 __all__ = [
     "Action",

@@ -85,7 +85,10 @@ class Environment(Generic[ActT, ObsT, StateT]):
         cls.orchestrator_calls = collect_orchestrator_calls(cls)
         clash = set(cls.orchestrator_calls) & RESERVED_NAMES
         if clash:
-            raise EnvironmentDefinitionError(f"{cls.__name__}: orchestrator calls cannot be named {sorted(clash)}")
+            raise EnvironmentDefinitionError(
+                f"{cls.__name__}: orchestrator calls cannot be named {sorted(clash)}: reset, step, state and "
+                f"close are the orchestrator's verbs already. Rename the method."
+            )
         if not cls.name:
             cls.name = cls.__name__
         if not cls.description:

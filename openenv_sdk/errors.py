@@ -7,7 +7,7 @@
     │   ├── InvalidActionError       VALIDATION_ERROR: the action failed its schema
     │   ├── CapacityError            CAPACITY_REACHED: the server holds its maximum of sessions
     │   ├── SessionError             SESSION_NOT_FOUND / SESSION_REQUIRED / SESSION_ERROR
-    │   └── ToolCallError            UNKNOWN_TOOL / TOOL_TIMEOUT: a tool call could not run
+    │   └── ToolCallError            an MCP tool call was refused (unknown tool, unbound session)
     ├── TransportError               the connection failed or closed under a request
     │   └── RequestTimeout           no answer within the client's `timeout_s`
     ├── ClientStateError             a closed client was used, or one used before `reset`

@@ -19,6 +19,7 @@ from ..environment import Environment
 from ..errors import EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
 from ._http import protocol_error_response, router
+from ._limits import BodyLimitMiddleware
 from ._mcp import McpEndpoint
 from ._protocol import ProtocolError
 from ._session import SessionManager
@@ -129,6 +130,7 @@ def create_app(
 
     app.router.routes.append(WebSocketRoute("/ws", websocket_endpoint))
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
+    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_message_bytes)
     app.add_exception_handler(ProtocolError, protocol_error_response)
     app.add_exception_handler(RequestValidationError, _request_validation_error)
     return app

@@ -113,11 +113,8 @@ class McpEndpoint:
         if not plain:
             await self.session_manager.handle_request(scope, receive, send)
             return
-        body = await _read_body(receive, self.state.config.max_message_bytes)
-        if body is None:
-            reply: Any = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Request too large"}}
-        else:
-            reply = await self._answer_plain(body, scope, headers)
+        body = await _read_body(receive)  # its size is bounded by BodyLimitMiddleware
+        reply = await self._answer_plain(body, scope, headers)
         payload = json.dumps(reply).encode()
         await send(
             {
@@ -147,18 +144,13 @@ class McpEndpoint:
         return await handle_jsonrpc(payload, session=session, env_cls=self.state.env_cls, sessions=self.state.sessions)
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
+async def _read_body(receive: Receive) -> bytes:
     chunks: list[bytes] = []
-    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
+        chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             break
     return b"".join(chunks)

@@ -120,7 +120,12 @@ class Session:
             self.transcript = []
         return serialize_observation(obs)
 
+    def require_reset(self, what: str) -> None:
+        if not self.has_reset:
+            raise ProtocolError(ErrorCode.NOT_RESET, f"{what} before reset: call reset first to start an episode")
+
     async def step(self, data: dict[str, Any] | None) -> dict[str, Any]:
+        self.require_reset("step")
         if data is None:
             raise ProtocolError(ErrorCode.VALIDATION_ERROR, "step needs an action object in `data`")
         env = self.env
@@ -185,8 +190,10 @@ class Session:
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, source: str) -> dict[str, Any]:
         """Run one tool. Returns MCP `CallToolResult` JSON; a failure is a result with
-        `isError: true` and a `_error` ToolError (for `step`), never an exception, except for
-        an unknown tool, which raises `ProtocolError(UNKNOWN_TOOL)` for MCP callers."""
+        `isError: true` and a `_error` ToolError (for `step`), never an exception, except for an
+        unknown tool called over MCP, which raises `ProtocolError(VALIDATION_ERROR)` (MCP answers
+        it as a protocol error, -32602, as the MCP spec says), and a call before reset."""
+        self.require_reset(f"tool call {name!r}")
         specs = type(self.env).tool_specs
         spec = specs.get(name)
         if spec is None:
@@ -198,7 +205,7 @@ class Session:
             kwargs = spec.validate_arguments(arguments or {})
         except ValidationError as e:
             message = f"Invalid arguments for tool {name!r}: {validation_message(e)}"
-            return self._tool_failure(name, arguments, ToolErrorType.INVALID_ARGS, message)
+            return self._tool_failure(name, arguments, source, ToolErrorType.INVALID_ARGS, message)
         timeout_s = spec.timeout_s if spec.timeout_s is not None else self._manager.tool_timeout_s
         fn = getattr(self.env, spec.method_name)
         async with self.lock:
@@ -207,29 +214,31 @@ class Session:
                 value = await asyncio.wait_for(self._run(fn, **kwargs), timeout=timeout_s)
             except TimeoutError:
                 message = f"Tool {name!r} timed out after {timeout_s:g} s"
-                return self._tool_failure(name, arguments, ToolErrorType.TIMEOUT, message)
+                return self._tool_failure(name, arguments, source, ToolErrorType.TIMEOUT, message)
             except Exception as e:  # a failing tool is a result the agent sees
                 message = f"Tool {name!r} failed: {type(e).__name__}: {e}"
-                return self._tool_failure(name, arguments, ToolErrorType.EXECUTION_ERROR, message)
+                return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)
         try:
             result = tool_result(value)
         except (TypeError, ValueError) as e:
             message = f"Tool {name!r} returned a value that is not JSON: {e}"
-            return self._tool_failure(name, arguments, ToolErrorType.EXECUTION_ERROR, message)
+            return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)
         self._record(name, arguments, result["content"][0]["text"], None, source)
         return result
 
     def _tool_failure(
-        self, name: str, arguments: dict[str, Any] | None, kind: ToolErrorType, message: str
+        self, name: str, arguments: dict[str, Any] | None, source: str, kind: ToolErrorType, message: str
     ) -> dict[str, Any]:
-        self._record(name, arguments, None, message, "error")
+        self._record(name, arguments, None, message, source)
         result = error_result(message)
         result["_error"] = ToolError(error_type=kind, message=message)
         return result
 
     def _record(self, name: str, arguments: Any, output: str | None, error: str | None, source: str) -> None:
         if len(self.transcript) < self._manager.max_transcript:
-            self.transcript.append({"tool": name, "arguments": arguments, "output": output, "error": error})
+            self.transcript.append(
+                {"tool": name, "arguments": arguments, "output": output, "error": error, "source": source}
+            )
 
     async def _call_env(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.touch()
@@ -366,10 +375,11 @@ class SessionManager:
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
+            reaped = f", reaped after {self.idle_timeout_s:g} s idle" if self.idle_timeout_s is not None else ""
             raise ProtocolError(
                 ErrorCode.SESSION_NOT_FOUND,
-                f"No session {session_id!r}: it was closed, reaped after "
-                f"{self.idle_timeout_s} s idle, or never existed. Create one with POST /sessions or POST /reset.",
+                f"No session {session_id!r}: it was closed{reaped}, or never existed. "
+                f"Create one with POST /sessions or POST /reset.",
             )
         return session
 

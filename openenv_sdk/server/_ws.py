@@ -61,11 +61,12 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             if text is None:
                 raw = message.get("bytes") or b""
                 text = raw.decode("utf-8", errors="replace")
-            if len(text) > max_bytes:
+            # Characters first (cheap); UTF-8 can take up to 4 bytes a character.
+            if len(text) * 4 > max_bytes and (size := len(text.encode())) > max_bytes:
                 error = ProtocolError(
-                    ErrorCode.MESSAGE_TOO_LARGE, f"Message of {len(text)} bytes exceeds the limit of {max_bytes} bytes"
+                    ErrorCode.MESSAGE_TOO_LARGE, f"Message of {size} bytes exceeds the limit of {max_bytes} bytes"
                 )
-                await websocket.send_text(_dump("error", error.payload(), None))
+                await websocket.send_text(_dump("error", error.payload(), _salvage_id(text)))
                 continue
             reply, closing = await _handle(session, text, state)
             if reply is not None:

@@ -35,7 +35,13 @@ async def test_the_agents_tool_call_acts_in_the_orchestrators_episode(
         assert not result.is_error
         assert result.content[0].text == "from the agent"
         assert await env.call("transcript") == [
-            {"tool": "echo", "arguments": {"message": "from the agent"}, "output": "from the agent", "error": None}
+            {
+                "tool": "echo",
+                "arguments": {"message": "from the agent"},
+                "output": "from the agent",
+                "error": None,
+                "source": "mcp",
+            }
         ]
         assert (await env.state()).messages == ["from the agent"]
         await env.step({"message": "from the orchestrator"})

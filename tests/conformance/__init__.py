@@ -1,0 +1,1 @@
+"""OpenEnv wire-protocol conformance suite; see README.md."""

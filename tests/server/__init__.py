@@ -1,0 +1,1 @@
+"""Server tests: real servers on loopback ports, real clients."""
