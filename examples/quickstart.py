@@ -23,7 +23,7 @@ console = Console()
 def main() -> int:
     grader = import_ref(WORDLE, "grader:WordleGrader", what="grader")()
     with GenericEnvClient(env_dir=WORDLE) as env:  # starts `openenv serve` on a free port
-        console.print(f"[bold]Server[/] {env.base_url}  tools: {[t['name'] for t in env.list_tools()]}")
+        console.print(f"[bold]Server[/] {env.base_url}  tools: {[t.name for t in env.list_tools()]}")
         result = env.reset(task_id=7)
         console.print(result.observation["message"])
 
@@ -34,7 +34,8 @@ def main() -> int:
 
         # The agent's side: a tool call over standard MCP, bound to this episode by its token.
         answer = env.call("reveal")  # orchestrator-only: the agent can never reach this
-        console.print(f"agent (MCP) guess {answer}: {env.call_tool('guess', word=answer).splitlines()[0]}")
+        reply = env.call_tool("guess", word=answer).content[0].text
+        console.print(f"agent (MCP) guess {answer}: {reply.splitlines()[0]}")
 
         # The reward is computed here, on the host, never inside the container.
         score = grade(grader, env)

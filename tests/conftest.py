@@ -44,3 +44,9 @@ def echo_server() -> Iterator[str]:
     server.should_exit = True
     thread.join(10)
     sock.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async clients are asyncio clients."""
+    return "asyncio"

@@ -16,12 +16,6 @@ ECHO_DIR = Path(__file__).resolve().parents[2] / "environments" / "echo"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """The async clients are asyncio clients."""
-    return "asyncio"
-
-
-@pytest.fixture
 def echo_module() -> ModuleType:
     """The echo environment's module (`EchoEnvironment`, `EchoAction`, ...), imported as the loader does."""
     from openenv_sdk.loader import load_environment
