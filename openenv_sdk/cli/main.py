@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from .build import build
+from .init import init
+from .push import push
 from .serve import serve
+from .validate import validate
 
 app = typer.Typer(
     name="openenv",
@@ -21,6 +25,10 @@ def _root() -> None:
 
 
 app.command(name="serve")(serve)
+app.command(name="validate")(validate)
+app.command(name="init")(init)
+app.command(name="build")(build)
+app.command(name="push")(push)
 
 
 def main() -> None:

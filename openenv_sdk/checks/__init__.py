@@ -1,0 +1,95 @@
+"""The rules `openenv validate` checks, one small `check_*` function each.
+
+Static checks read an environment folder (`EnvFolder`): the manifest, the layout, the class,
+its tools and the grader. Runtime checks speak the protocol to a running server
+(`RuntimeProbe`): discovery routes, reset/step/state over `/ws`, typed errors, and MCP.
+`validate_path`, `validate_url` and `validate_image` run them and return a `ValidationReport`.
+"""
+
+from ._local import DEFAULT_STARTUP_TIMEOUT_S, LocalServer, free_port
+from ._result import CheckResult, CheckStatus, Severity, ValidationReport
+from ._runtime import (
+    DEFAULT_REQUEST_TIMEOUT_S,
+    RUNTIME_CHECKS,
+    RuntimeProbe,
+    check_health,
+    check_mcp_jsonrpc,
+    check_mcp_official,
+    check_metadata,
+    check_openapi,
+    check_schema,
+    check_ws_close,
+    check_ws_invalid_action,
+    check_ws_request_id,
+    check_ws_reset,
+    check_ws_state,
+    check_ws_step,
+    run_runtime_checks,
+)
+from ._sample import SampleError, sample_from_schema
+from ._static import (
+    STATIC_CHECKS,
+    EnvFolder,
+    check_environment_declared,
+    check_environment_imports,
+    check_environment_subclass,
+    check_grader,
+    check_manifest,
+    check_manifest_layout,
+    check_manifest_warnings,
+    check_models,
+    check_readme,
+    check_reserved_tool_names,
+    check_steppable,
+    check_tool_descriptions,
+    check_tool_schemas,
+    run_static_checks,
+)
+from ._validate import validate_image, validate_path, validate_url
+
+__all__ = [
+    "DEFAULT_REQUEST_TIMEOUT_S",
+    "DEFAULT_STARTUP_TIMEOUT_S",
+    "RUNTIME_CHECKS",
+    "STATIC_CHECKS",
+    "CheckResult",
+    "CheckStatus",
+    "EnvFolder",
+    "LocalServer",
+    "RuntimeProbe",
+    "SampleError",
+    "Severity",
+    "ValidationReport",
+    "check_environment_declared",
+    "check_environment_imports",
+    "check_environment_subclass",
+    "check_grader",
+    "check_health",
+    "check_manifest",
+    "check_manifest_layout",
+    "check_manifest_warnings",
+    "check_mcp_jsonrpc",
+    "check_mcp_official",
+    "check_metadata",
+    "check_models",
+    "check_openapi",
+    "check_readme",
+    "check_reserved_tool_names",
+    "check_schema",
+    "check_steppable",
+    "check_tool_descriptions",
+    "check_tool_schemas",
+    "check_ws_close",
+    "check_ws_invalid_action",
+    "check_ws_request_id",
+    "check_ws_reset",
+    "check_ws_state",
+    "check_ws_step",
+    "free_port",
+    "run_runtime_checks",
+    "run_static_checks",
+    "sample_from_schema",
+    "validate_image",
+    "validate_path",
+    "validate_url",
+]

@@ -1,0 +1,133 @@
+"""`openenv init NAME`: scaffold an environment folder that passes `openenv validate` at once."""
+
+from __future__ import annotations
+
+import keyword
+import re
+import sys
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ._output import console, fail, print_json
+from .validate import FormatOpt, JsonOpt, OutputFormat, resolve_format
+
+__all__ = ["ScaffoldError", "init", "scaffold", "validate_name"]
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_TEMPLATE = "env"
+_SUFFIX = ".tmpl"
+
+
+class ScaffoldError(ValueError):
+    """The name is not usable, or the target folder is not empty."""
+
+
+def validate_name(name: str) -> str:
+    """Check an environment name: lower snake_case, a valid module name once `_env` is added.
+
+    Raises:
+        ScaffoldError: the name is not usable; the message says which rule it breaks.
+    """
+    if not _NAME_RE.match(name):
+        raise ScaffoldError(
+            f"invalid name {name!r}: use lower snake_case starting with a letter (letters, digits, _), e.g. 'my_game'"
+        )
+    if keyword.iskeyword(name) or name.endswith("_") or "__" in name:
+        raise ScaffoldError(f"invalid name {name!r}: not a keyword, no double or trailing underscores")
+    module = module_name(name)
+    if module in sys.stdlib_module_names or module in ("openenv_sdk", "openenv", "grader"):
+        raise ScaffoldError(f"invalid name {name!r}: its module {module!r} would shadow an existing module")
+    return name
+
+
+def module_name(name: str) -> str:
+    """The environment's module: `<name>_env` (or `name` when it already ends in `_env`)."""
+    return name if name.endswith("_env") else f"{name}_env"
+
+
+def _prefix(name: str) -> str:
+    base = name.removesuffix("_env") or name
+    return "".join(part.capitalize() for part in base.split("_"))
+
+
+def _title(name: str) -> str:
+    return " ".join(part.capitalize() for part in (name.removesuffix("_env") or name).split("_"))
+
+
+def scaffold(name: str, parent: str | Path = ".") -> list[Path]:
+    """Write the environment folder `parent/name` from the template; return the files written.
+
+    Raises:
+        ScaffoldError: the name is invalid, or `parent/name` exists and is not an empty folder.
+    """
+    validate_name(name)
+    target = Path(parent) / name
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ScaffoldError(f"{target} already exists and is not an empty folder")
+    values = {
+        "__MODULE__": module_name(name),
+        "__PREFIX__": _prefix(name),
+        "__TITLE__": _title(name),
+        "__NAME__": name,
+    }
+    written: list[Path] = []
+    root = resources.files("openenv_sdk.cli") / "templates" / _TEMPLATE
+    for relative, source in _walk(root):
+        dest = target / _fill(relative.removesuffix(_SUFFIX), values)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(_fill(source.read_text(encoding="utf-8"), values), encoding="utf-8")
+        written.append(dest)
+    return sorted(written)
+
+
+def _walk(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversable]]:
+    found: list[tuple[str, Traversable]] = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name == "__pycache__":
+            continue
+        relative = f"{prefix}{entry.name}"
+        if entry.is_dir():
+            found += _walk(entry, relative + "/")
+        elif entry.name.endswith(_SUFFIX):
+            found.append((relative, entry))
+    return found
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    for key, value in values.items():  # __MODULE__ and __PREFIX__ before __NAME__ (no overlap, but explicit)
+        text = text.replace(key, value)
+    return text
+
+
+def init(
+    name: Annotated[str, typer.Argument(help="Environment name, lower snake_case (e.g. my_game).", show_default=False)],
+    parent: Annotated[Path, typer.Option("--dir", help="Folder to create the environment in.")] = Path("."),
+    output_format: FormatOpt = OutputFormat.human,
+    json_flag: JsonOpt = False,
+) -> None:
+    """Create an environment folder: manifest, class with a tool, grader, README and a test.
+
+    The folder passes `openenv validate` as it is, and its test passes under pytest.
+
+    Examples:
+        openenv init my_game
+        openenv init my_game --dir environments
+    """
+    fmt = resolve_format(output_format, json_flag)
+    try:
+        files = scaffold(name, parent)
+    except ScaffoldError as e:
+        fail(str(e), hint="Example: openenv init my_game --dir environments", code=2)
+        return
+    target = Path(parent) / name
+    if fmt is OutputFormat.json:
+        print_json({"path": str(target), "files": [str(f.relative_to(target)) for f in files]})
+    elif fmt is OutputFormat.human:
+        console.print(f"Created [bold]{target}[/] with:")
+        for file in files:
+            console.print(f"  {file.relative_to(target)}")
+        console.print(f"Next: [bold]openenv validate {target}[/]  then  python -m pytest {target / 'tests'}")
