@@ -10,7 +10,7 @@ import typer
 
 from ..errors import ManifestError, OpenEnvError
 from ._output import console, debug_enabled, err_console, fail, print_json
-from .validate import FormatOpt, JsonOpt, OutputFormat, resolve_format
+from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 
 __all__ = ["build"]
 

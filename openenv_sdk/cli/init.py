@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from ._output import console, fail, print_json
-from .validate import FormatOpt, JsonOpt, OutputFormat, resolve_format
+from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 
 __all__ = ["ScaffoldError", "init", "scaffold", "validate_name"]
 

@@ -30,7 +30,7 @@ from rich.markup import escape
 
 from ..errors import ManifestError, OpenEnvError
 from ._output import console, debug_enabled, fail, print_json
-from .validate import FormatOpt, JsonOpt, OutputFormat, resolve_format
+from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 
 __all__ = ["PlannedCall", "PushError", "SpacePlan", "plan_calls", "push", "push_space", "space_readme", "stage_space"]
 

@@ -5,7 +5,6 @@ Exit codes: 0 every required check passed, 1 a check failed, 2 bad usage.
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -22,26 +21,10 @@ from ..checks import (
     validate_path,
     validate_url,
 )
+from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._output import console, debug_enabled, fail, print_json
 
-__all__ = ["FormatOpt", "JsonOpt", "OutputFormat", "resolve_format", "validate"]
-
-
-class OutputFormat(str, Enum):
-    """How a command reports: `human` (rich text), `json` (one JSON document on stdout), `quiet`."""
-
-    human = "human"
-    json = "json"
-    quiet = "quiet"
-
-
-# Shared options (every command that reports results takes them).
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output: human, json or quiet.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
-
-
-def resolve_format(output_format: OutputFormat, json_flag: bool) -> OutputFormat:
-    return OutputFormat.json if json_flag else output_format
+__all__ = ["validate"]
 
 
 _MARKS = {

@@ -68,7 +68,7 @@ def front_matter(text: str) -> dict[str, Any]:
 
 def test_staged_space_for_the_echo_environment(tmp_path: Path) -> None:
     files = stage_space(ECHO_DIR, tmp_path)
-    assert [f for f in files if not f.startswith("wheels/")] == ["Dockerfile", "README.md", "env/echo_env.py",
+    assert [f for f in files if not f.startswith("wheels/")] == ["Dockerfile", "README.md", "env/README.md", "env/echo_env.py",
                                                                   "env/openenv.yaml"]
     assert any(f.startswith("wheels/sdk/openenv_sdk-") and f.endswith(".whl") for f in files)
     assert "wheels/deps/requirements.txt" in files
