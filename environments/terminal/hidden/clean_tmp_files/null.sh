@@ -1,0 +1,2 @@
+# only the top level
+rm -f project/*.tmp project/*~

@@ -1,0 +1,1 @@
+find project -type f \( -name '*.tmp' -o -name '*~' \) -delete

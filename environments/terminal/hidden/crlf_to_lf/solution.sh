@@ -1,0 +1,1 @@
+find notes -type f -name '*.txt' -exec sed -i 's/\r$//' {} +

@@ -1,0 +1,1 @@
+cd repo && git commit -q --allow-empty -m "Fix typo in README"

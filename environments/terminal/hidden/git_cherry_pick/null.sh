@@ -1,0 +1,1 @@
+cd repo && git merge -q --no-edit hotfix

@@ -1,0 +1,4 @@
+cd repo
+git log --oneline main..hotfix
+# ---
+git cherry-pick "$(git log --format=%H --grep='^Fix off-by-one in pager$' hotfix)"

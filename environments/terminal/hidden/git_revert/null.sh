@@ -1,0 +1,2 @@
+# reverts the latest commit instead
+cd repo && git revert --no-edit HEAD

@@ -1,0 +1,4 @@
+cd repo
+git log --oneline
+# ---
+git revert --no-edit "$(git log --format=%H --grep='^Add debug logging$')"

@@ -1,0 +1,7 @@
+cd repo
+git rm -r -q --cached secrets.env node_modules
+printf 'secrets.env\nnode_modules/\n' >> .gitignore
+# ---
+git add .gitignore
+git commit -q -m "Stop tracking local files"
+git status --short

@@ -1,0 +1,2 @@
+# compresses current.log too
+gzip logs/*.log

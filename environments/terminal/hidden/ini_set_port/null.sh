@@ -1,0 +1,1 @@
+sed -i 's/^port = .*/port = 8443/' app.ini

@@ -1,0 +1,16 @@
+{
+  echo "2024-03-05 08:01:10 INFO service started"
+  echo "2024-03-05 08:15:42 ERROR connection refused"
+  echo "2024-03-05 08:59:59 WARN slow response"
+  echo "2024-03-05 09:00:00 ERROR timeout talking to db"
+  echo "2024-03-05 09:10:00 INFO no ERROR seen by the health check"
+  echo "2024-03-05 09:11:00 ERROR timeout talking to db"
+  echo "2024-03-05 09:30:00 ERRORS suppressed: 3"
+  echo "2024-03-05 10:00:00 INFO error budget at 80%"
+  echo "2024-03-05 11:45:00 DEBUG checking error paths"
+  echo "2024-03-05 13:05:00 ERROR disk full"
+  echo "2024-03-05 13:06:00 ERROR disk full"
+  echo "2024-03-05 13:07:00 ERROR disk full"
+  echo "2024-03-05 13:08:00 error lowercase is not a level"
+  echo "2024-03-05 21:00:00 ERROR nightly job failed"
+} > app.log
