@@ -9,6 +9,7 @@ order: the `docker_host` argument, `DOCKER_HOST`, Podman's root socket
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,7 +62,9 @@ def connect_engine(
             docker_host=docker_host,
         ) from None
     host = docker_host or resolve_docker_host()
+    client = None
     try:
+        _probe_unix_socket(host or "unix:///var/run/docker.sock", timeout_s)
         if docker_host is None and os.environ.get("DOCKER_HOST", "").strip():
             client = docker.from_env(timeout=_int_timeout(timeout_s))  # honours DOCKER_TLS_VERIFY too
         elif host is not None:
@@ -70,11 +73,23 @@ def connect_engine(
             client = docker.from_env(timeout=_int_timeout(timeout_s))
         client.ping()
     except Exception as e:  # the SDK raises DockerException, requests' errors, or OSError
+        if client is not None:
+            client.close()
         where = host or "the docker default (unix:///var/run/docker.sock)"
         raise EngineUnavailableError(
             f"no container engine answers at {where}: {_one_line(e)}. {SETUP_HINT}", docker_host=host
         ) from e
     return client
+
+
+def _probe_unix_socket(host: str, timeout_s: float) -> None:
+    # The docker SDK leaks its socket when a unix-socket connection fails; probe first.
+    if not host.startswith(("unix://", "http+unix://")):
+        return
+    path = host.split("://", 1)[1]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(min(timeout_s, 5.0))
+        probe.connect(path)
 
 
 def _int_timeout(timeout_s: float) -> int:

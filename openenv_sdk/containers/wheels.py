@@ -14,6 +14,7 @@ The cache folder is `$OPENENV_CACHE_DIR`, else `$XDG_CACHE_HOME/openenv`, else `
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -21,7 +22,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
+from collections.abc import Iterator
 from email.parser import Parser
 from pathlib import Path
 
@@ -42,6 +45,7 @@ __all__ = [
 DEFAULT_PIP_TIMEOUT_S = 900.0
 _SDK_DIST = "openenv-sdk"
 _SDK_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "README.md", "LICENSE", "MANIFEST.in")
+_SDK_WHEELS_KEPT = 5
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 
@@ -89,8 +93,12 @@ def sdk_wheel(*, source_root: Path | None = None, timeout_s: float = DEFAULT_PIP
 
         target = cache_dir() / "wheels" / "sdk" / f"dist-{version(_SDK_DIST)}"
         if not _wheels_in(target):
-            _pip(["download", "--no-deps", "--only-binary=:all:", f"{_SDK_DIST}=={version(_SDK_DIST)}", "-d"],
-                 target, timeout_s=timeout_s)
+            with _filling(target) as partial:
+                _pip(
+                    ["download", "--no-deps", "--only-binary=:all:", f"{_SDK_DIST}=={version(_SDK_DIST)}", "-d"],
+                    partial,
+                    timeout_s=timeout_s,
+                )
         return _wheels_in(target)[0]
     files = _sdk_files(root)
     target = cache_dir() / "wheels" / "sdk" / _digest(root, files)
@@ -99,15 +107,16 @@ def sdk_wheel(*, source_root: Path | None = None, timeout_s: float = DEFAULT_PIP
         return found[0]
     # Build from a copy: an in-tree build leaves `build/` behind, whose stale files would be
     # packed into later wheels.
-    with tempfile.TemporaryDirectory(prefix="openenv-sdk-src-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="openenv-sdk-src-") as tmp, _filling(target) as partial:
         for file in files:
             dest = Path(tmp) / file.relative_to(root)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(file, dest)
-        _pip(["wheel", "--no-deps", tmp, "-w"], target, timeout_s=timeout_s)
+        _pip(["wheel", "--no-deps", tmp, "-w"], partial, timeout_s=timeout_s)
     found = _wheels_in(target)
     if not found:
         raise BuildError(f"pip wheel made no wheel for {root}", tag="", log_tail=[])
+    _prune(target.parent, keep=_SDK_WHEELS_KEPT)
     return found[0]
 
 
@@ -132,15 +141,44 @@ def dependency_wheels(requirements: list[str], *, timeout_s: float = DEFAULT_PIP
     req_file = target / "requirements.txt"
     if req_file.is_file():
         return target
-    partial = target.with_name(target.name + ".partial")
+    with _filling(target) as partial:
+        (partial / "requirements.in").write_text("".join(f"{r}\n" for r in reqs), encoding="utf-8")
+        if reqs:
+            _pip(["wheel", "-r", str(partial / "requirements.in"), "-w"], partial, timeout_s=timeout_s)
+        # written last: its presence marks a complete folder
+        (partial / "requirements.in").rename(partial / "requirements.txt")
+    return target
+
+
+@contextlib.contextmanager
+def _filling(target: Path) -> Iterator[Path]:
+    """A private folder to fill, moved to `target` when the block succeeds.
+
+    Concurrent builds each fill their own folder; the first to finish wins, the others are
+    dropped (their content is equivalent).
+    """
+    partial = target.with_name(f"{target.name}.partial-{os.getpid()}-{threading.get_ident()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    (partial / "requirements.txt").write_text("".join(f"{r}\n" for r in reqs), encoding="utf-8")
-    if reqs:
-        _pip(["wheel", "-r", str(partial / "requirements.txt"), "-w"], partial, timeout_s=timeout_s)
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
-    return target
+    try:
+        yield partial
+        if target.exists() and not any(target.iterdir()):
+            target.rmdir()
+        with contextlib.suppress(OSError):  # another build finished first
+            partial.rename(target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _prune(folder: Path, *, keep: int) -> None:
+    # Each edit of the SDK's sources makes a new wheel folder; keep the newest few.
+    entries = sorted(
+        (p for p in folder.iterdir() if p.is_dir() and ".partial-" not in p.name),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for old in entries[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _pip(args: list[str], dest: Path, *, timeout_s: float) -> None:

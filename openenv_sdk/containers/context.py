@@ -1,0 +1,54 @@
+"""Assemble the build context for a generated Dockerfile.
+
+Layout (paths as `dockerfile.py` expects them):
+
+    Dockerfile
+    wheels/deps/   dependency wheels + requirements.txt
+    wheels/sdk/    the SDK's wheel
+    env/           the environment folder, without caches and virtualenvs
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from openenv_sdk.containers.dockerfile import CONTEXT_DEPS_DIR, CONTEXT_ENV_DIR, CONTEXT_SDK_DIR
+
+__all__ = ["ENV_COPY_IGNORE", "assemble_context"]
+
+ENV_COPY_IGNORE = (
+    "__pycache__",
+    "*.pyc",
+    ".git",
+    ".venv",
+    "venv",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    "*.egg-info",
+    "build",
+    "dist",
+    ".DS_Store",
+)
+
+
+def assemble_context(context_dir: Path, *, env_dir: Path, dockerfile: str, sdk_wheel: Path, deps_dir: Path) -> None:
+    """Fill the empty folder `context_dir` with the Dockerfile, the wheels and the environment."""
+    (context_dir / "Dockerfile").write_text(dockerfile, encoding="utf-8")
+    _link_tree(deps_dir, context_dir / CONTEXT_DEPS_DIR)
+    _link_tree(sdk_wheel.parent, context_dir / CONTEXT_SDK_DIR, only=sdk_wheel.name)
+    shutil.copytree(env_dir, context_dir / CONTEXT_ENV_DIR, ignore=shutil.ignore_patterns(*ENV_COPY_IGNORE))
+
+
+def _link_tree(source: Path, dest: Path, *, only: str | None = None) -> None:
+    # Hard links when on the same file system (no copy of tens of MB per build), else copies.
+    dest.mkdir(parents=True, exist_ok=True)
+    for file in sorted(source.iterdir()):
+        if not file.is_file() or (only is not None and file.name != only):
+            continue
+        try:
+            os.link(file, dest / file.name)
+        except OSError:
+            shutil.copy2(file, dest / file.name)
