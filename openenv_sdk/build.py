@@ -152,17 +152,28 @@ def _build_generated(
         deps = dependency_wheels(
             wheel_requirements(sdk) + _environment_requirements(folder, manifest), timeout_s=timeout_s
         )
-    dockerfile = render_dockerfile(DockerfileSpec(base_image=base_image, port=manifest.port, labels=labels))
+    sandbox = manifest.sandbox
+    spec = DockerfileSpec(
+        base_image=base_image,
+        port=manifest.port,
+        labels=labels,
+        sandbox_user=sandbox.user if sandbox else None,
+        system_packages=list(sandbox.system_packages) if sandbox else [],
+    )
+    dockerfile = render_dockerfile(spec)
     with tempfile.TemporaryDirectory(prefix="openenv-build-") as tmp:
         context = Path(tmp)
-        assemble_context(context, env_dir=folder, dockerfile=dockerfile, sdk_wheel=sdk, deps_dir=deps)
+        assemble_context(
+            context, env_dir=folder, dockerfile=dockerfile, sdk_wheel=sdk, deps_dir=deps, hidden=manifest.hidden
+        )
         try:
             run_build(
                 client,
                 context_dir=context,
                 dockerfile="Dockerfile",
                 tag=tag,
-                network_mode="none",
+                # Only a base image missing the environment's system packages needs the network.
+                network_mode=None if spec.system_packages else "none",
                 no_cache=no_cache,
                 output=output,
                 timeout_s=timeout_s,

@@ -64,20 +64,25 @@ else
 fi
 
 # 3. Base image ---------------------------------------------------------------------
-if podman image exists "$BASE_IMAGE"; then
-    log "base image $BASE_IMAGE present"
+# Bump BASE_VERSION when the package list changes: an older image is then rebuilt.
+BASE_VERSION=2
+BASE_PACKAGES=python3,python3-venv,python3-pip,git,procps
+have_version="$(podman image inspect --format '{{ index .Labels "org.openenv.base-version" }}' "$BASE_IMAGE" 2>/dev/null || true)"
+if [[ "$have_version" == "$BASE_VERSION" ]]; then
+    log "base image $BASE_IMAGE present (version $BASE_VERSION)"
 else
     ROOTFS="$(mktemp -d /var/tmp/openenv-rootfs.XXXXXX)"
     trap 'rm -rf "$ROOTFS"' EXIT
-    log "debootstrap bookworm (python3, venv, pip) into $ROOTFS (about a minute)"
-    debootstrap --variant=minbase --include=python3,python3-venv,python3-pip \
+    log "debootstrap bookworm ($BASE_PACKAGES) into $ROOTFS (about a minute)"
+    debootstrap --variant=minbase --include="$BASE_PACKAGES" \
         bookworm "$ROOTFS" "$MIRROR" >"$ROOTFS.log" 2>&1 \
         || { tail -n 30 "$ROOTFS.log" >&2; die "debootstrap failed (log: $ROOTFS.log)"; }
     rm -f "$ROOTFS.log"
     rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
     log "importing rootfs as $BASE_IMAGE"
     tar -C "$ROOTFS" -c . | podman import --quiet \
-        --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' - "$BASE_IMAGE" >/dev/null
+        --change 'CMD ["/bin/bash"]' --change 'ENV LANG=C.UTF-8' \
+        --change "LABEL org.openenv.base-version=$BASE_VERSION" - "$BASE_IMAGE" >/dev/null
     rm -rf "$ROOTFS"
     trap - EXIT
     log "base image $BASE_IMAGE built"

@@ -16,6 +16,10 @@ if ! engine_ok && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ -f sc
 fi
 if engine_ok; then
   export OPENENV_TEST_CONTAINERS=1
+  # No registry here: images build on the local base image the setup script made.
+  if command -v podman >/dev/null && podman image exists localhost/openenv-base:bookworm 2>/dev/null; then
+    export OPENENV_BASE_IMAGE="${OPENENV_BASE_IMAGE:-localhost/openenv-base:bookworm}"
+  fi
   echo "container engine: ${DOCKER_HOST:-default} (container tests enabled)"
 else
   echo "container engine: none reachable (container tests skipped)"

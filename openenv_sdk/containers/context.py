@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from openenv_sdk.containers.dockerfile import CONTEXT_DEPS_DIR, CONTEXT_ENV_DIR, CONTEXT_SDK_DIR
@@ -34,12 +35,30 @@ ENV_COPY_IGNORE = (
 )
 
 
-def assemble_context(context_dir: Path, *, env_dir: Path, dockerfile: str, sdk_wheel: Path, deps_dir: Path) -> None:
-    """Fill the empty folder `context_dir` with the Dockerfile, the wheels and the environment."""
+def assemble_context(
+    context_dir: Path,
+    *,
+    env_dir: Path,
+    dockerfile: str,
+    sdk_wheel: Path,
+    deps_dir: Path,
+    hidden: Sequence[str] = (),
+) -> None:
+    """Fill the empty folder `context_dir` with the Dockerfile, the wheels and the environment.
+
+    `hidden` paths (relative to `env_dir`, e.g. the manifest's `hidden: [hidden]`) never enter
+    the context, so hidden tests and reference solutions never enter the image.
+    """
     (context_dir / "Dockerfile").write_text(dockerfile, encoding="utf-8")
     _link_tree(deps_dir, context_dir / CONTEXT_DEPS_DIR)
     _link_tree(sdk_wheel.parent, context_dir / CONTEXT_SDK_DIR, only=sdk_wheel.name)
-    shutil.copytree(env_dir, context_dir / CONTEXT_ENV_DIR, ignore=shutil.ignore_patterns(*ENV_COPY_IGNORE))
+    patterns = shutil.ignore_patterns(*ENV_COPY_IGNORE)
+    excluded = {(env_dir / path).resolve() for path in hidden}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return set(patterns(folder, names)) | {n for n in names if (Path(folder) / n).resolve() in excluded}
+
+    shutil.copytree(env_dir, context_dir / CONTEXT_ENV_DIR, ignore=ignore)
 
 
 def _link_tree(source: Path, dest: Path, *, only: str | None = None) -> None:

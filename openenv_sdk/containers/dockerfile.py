@@ -51,6 +51,15 @@ class DockerfileSpec(BaseModel):
     user: str = Field(default="openenv", description="Non-root user the server runs as.")
     uid: int = Field(default=10001, ge=1, description="Its uid (and gid).")
     health_interval_s: int = Field(default=10, ge=1, description="Seconds between health checks.")
+    sandbox_user: str | None = Field(
+        default=None,
+        description="For environments that run agent commands: the server runs as root and this unprivileged "
+        "user is created for the commands (manifest `sandbox.user`).",
+    )
+    sandbox_uid: int = Field(default=10002, ge=1, description="The sandbox user's uid (and gid).")
+    system_packages: list[str] = Field(
+        default_factory=list, description="Debian packages installed with apt when the base image lacks them."
+    )
 
 
 def render_dockerfile(spec: DockerfileSpec) -> str:
@@ -65,6 +74,7 @@ def render_dockerfile(spec: DockerfileSpec) -> str:
         f"    && (useradd --create-home --uid {spec.uid} --user-group {spec.user} 2>/dev/null \\",
         f"        || adduser -D -u {spec.uid} {spec.user}) \\",
         f"    && mkdir -p {IMAGE_ENV_DIR} && chown {spec.uid}:{spec.uid} {IMAGE_ENV_DIR}",
+        *_sandbox_lines(spec),
         "",
         "# 1. dependency wheels, prepared on the host (no network needed in the build)",
         f"COPY {CONTEXT_DEPS_DIR} {_WHEELS}/deps",
@@ -77,7 +87,9 @@ def render_dockerfile(spec: DockerfileSpec) -> str:
         "",
         "# 3. metadata: cached unless the manifest changes",
         f"WORKDIR {IMAGE_ENV_DIR}",
-        f"USER {spec.uid}:{spec.uid}",
+        # A sandboxed environment's server stays root so that agent commands can drop to the
+        # sandbox user, who can then neither signal the server nor read what it keeps.
+        *([] if spec.sandbox_user else [f"USER {spec.uid}:{spec.uid}"]),
         f"EXPOSE {spec.port}",
         f"HEALTHCHECK --interval={spec.health_interval_s}s --timeout=5s --start-period=5s --retries=3 \\",
         f"    CMD {json.dumps(healthcheck_command(spec.port))}",
@@ -88,9 +100,29 @@ def render_dockerfile(spec: DockerfileSpec) -> str:
     lines += [
         "",
         "# 4. the environment (changes most often: last, so a code edit rebuilds this layer only)",
-        f"COPY --chown={spec.uid}:{spec.uid} {CONTEXT_ENV_DIR} {IMAGE_ENV_DIR}",
+        f"COPY {CONTEXT_ENV_DIR} {IMAGE_ENV_DIR}"
+        if spec.sandbox_user
+        else f"COPY --chown={spec.uid}:{spec.uid} {CONTEXT_ENV_DIR} {IMAGE_ENV_DIR}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _sandbox_lines(spec: DockerfileSpec) -> list[str]:
+    lines = []
+    if spec.system_packages:
+        packages = " ".join(spec.system_packages)
+        lines += [
+            f"RUN missing=; for p in {packages}; do dpkg -s \"$p\" >/dev/null 2>&1 || missing=\"$missing $p\"; done; \\",
+            '    if [ -n "$missing" ]; then apt-get update && apt-get install -y --no-install-recommends $missing \\',
+            "        && rm -rf /var/lib/apt/lists/*; fi",
+        ]
+    if spec.sandbox_user:
+        user, uid = spec.sandbox_user, spec.sandbox_uid
+        lines.append(
+            f"RUN useradd --no-create-home --uid {uid} --user-group --shell /bin/bash {user} 2>/dev/null "
+            f"|| adduser -D -H -u {uid} {user}"
+        )
+    return lines
 
 
 def healthcheck_command(port: int) -> list[str]:

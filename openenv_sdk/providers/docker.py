@@ -241,6 +241,9 @@ class DockerProvider(Provider):
             "nano_cpus": int(cpus * 1e9),
             "pids_limit": self._pids_limit or manifest.resources.pids,
             "cap_drop": ["ALL"],
+            # A sandboxed environment's root server drops agent commands to its sandbox user,
+            # chowns their workspaces and kills what they leave behind: it needs these four.
+            "cap_add": ["SETUID", "SETGID", "CHOWN", "KILL"] if manifest.sandbox else [],
             "security_opt": ["no-new-privileges"],
             "init": True,
         }
