@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.metadata
 from collections.abc import AsyncIterator, Callable
@@ -20,7 +21,7 @@ from ..errors import EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
 from ._http import protocol_error_response, router
 from ._limits import BodyLimitMiddleware
-from ._mcp import McpEndpoint
+from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._protocol import ProtocolError
 from ._session import SessionManager
 from ._ws import serve_websocket
@@ -107,14 +108,16 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # The MCP session manager's task group must live in the app's own lifespan.
-        async with mcp.session_manager.run():
-            sessions.start_reaper()
-            try:
-                yield
-            finally:
-                await sessions.stop_reaper()
-                await sessions.close_all()
+        sessions.start_reaper()
+        # Import the official MCP server in the background: /health answers meanwhile.
+        warm = asyncio.get_running_loop().run_in_executor(None, warm_up_mcp)
+        try:
+            yield
+        finally:
+            await mcp.aclose()
+            await sessions.stop_reaper()
+            await sessions.close_all()
+            await warm
 
     app = FastAPI(
         title=f"{env.name} (openenv-sdk)",

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..environment import Environment
     from ._session import Session, SessionManager
 
-__all__ = ["JsonRpcRequest", "handle_jsonrpc", "mcp_tool_list"]
+__all__ = ["JsonRpcRequest", "handle_jsonrpc", "mcp_tool_list", "token_from_request"]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -25,6 +25,23 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 PROTOCOL_VERSION = "2025-06-18"
+
+TOKEN_HEADER = "x-openenv-mcp-token"
+
+
+def token_from_request(request: Any) -> str | None:
+    """The session's MCP token from an HTTP request (query, bearer header, or our header)."""
+    if request is None:
+        return None
+    token = request.query_params.get("session") if hasattr(request, "query_params") else None
+    headers = getattr(request, "headers", None) or {}
+    if not token:
+        token = headers.get(TOKEN_HEADER)
+    if not token:
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            token = auth[7:].strip()
+    return token or None
 
 
 class JsonRpcRequest(BaseModel):
