@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,13 +32,20 @@ class LoadedEnvironment:
 
 
 def import_ref(folder: Path, ref: str, *, what: str) -> Any:
-    """Import `module:attribute` with `folder` (and its parent, for package-style folders) on the path."""
+    """Import `module:attribute` from an environment folder.
+
+    A top-level module file of the folder (`grader.py`, `wordle_env.py`) is loaded under a name
+    unique to the folder (`openenv_env_<folder>_<hash>.grader`), so two environments' `grader`
+    modules can live in one process (a trainer over several environments). The folder is also
+    put on `sys.path`, so environment modules can import their siblings.
+    """
+    folder = Path(folder).resolve()
     module_name, _, attribute = ref.partition(":")
     for entry in (str(folder), str(folder.parent)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     try:
-        module = importlib.import_module(module_name)
+        module = _import_from_folder(folder, module_name)
     except Exception as e:
         raise ManifestError(f"{folder / 'openenv.yaml'}: {what} {ref!r}: cannot import {module_name!r}: {e}") from e
     try:
@@ -44,6 +54,27 @@ def import_ref(folder: Path, ref: str, *, what: str) -> Any:
         raise ManifestError(
             f"{folder / 'openenv.yaml'}: {what} {ref!r}: module {module_name!r} has no {attribute!r}"
         ) from e
+
+
+def _import_from_folder(folder: Path, module_name: str) -> Any:
+    file = folder / f"{module_name}.py"
+    if "." in module_name or not file.is_file():
+        return importlib.import_module(module_name)  # a package, or an installed module
+    digest = hashlib.sha1(str(folder).encode()).hexdigest()[:8]
+    unique = f"openenv_env_{re.sub(r'[^0-9A-Za-z_]', '_', folder.name)}_{digest}.{module_name}"
+    if unique in sys.modules:
+        return sys.modules[unique]
+    spec = importlib.util.spec_from_file_location(unique, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[unique] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[unique]
+        raise
+    return module
 
 
 def load_environment(path: str | Path) -> LoadedEnvironment:

@@ -186,7 +186,7 @@ def run_command(
             preexec_fn=lambda: _preexec(limits, ids, nproc),  # noqa: PLW0108
             close_fds=True,
         )
-    except OSError as e:
+    except (OSError, subprocess.SubprocessError) as e:  # SubprocessError: preexec failed (e.g. setuid)
         return CommandResult(stdout="", stderr=f"could not start: {e}", exit_code=127, duration_s=0.0)
     if stdin is not None and proc.stdin is not None:
         with contextlib.suppress(BrokenPipeError):
