@@ -1,0 +1,138 @@
+"""mini_swe's host-side grader: did the agent resolve the issue?
+
+Runs with the client or trainer, never in the container. For the episode's task it reads,
+from this folder on the host:
+
+- `hidden/<task_id>/task.json`: the FAIL_TO_PASS and PASS_TO_PASS pytest node ids, and the
+  source paths (the library code) whose changes count;
+- `hidden/<task_id>/tests/...`: hidden tests (most FAIL_TO_PASS tests are among them);
+- `tasks/<task_id>/repo/`: the original repository, whose test and configuration files
+  replace whatever the agent left in the workspace.
+
+It sends these through the orchestrator-only call `run_tests`, which runs them against the
+agent's library code in a fresh tree, and gives 1.0 only when every FAIL_TO_PASS test now
+passes and every PASS_TO_PASS test still does; else 0.0. The evidence lists each test's outcome.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openenv_sdk.rubric import Grader, reward
+
+__all__ = ["HiddenTask", "MiniSweGrader", "grading_files", "load_hidden_task"]
+
+HERE = Path(__file__).resolve().parent
+_TASK_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class HiddenTask:
+    """A task's hidden part, as the grader reads it from `hidden/<task_id>/task.json`."""
+
+    task_id: str
+    difficulty: str
+    category: str
+    source_paths: list[str]
+    hidden_tests: list[str]
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+
+
+def load_hidden_task(task_id: str, env_dir: Path = HERE) -> HiddenTask:
+    """The hidden part of `task_id`.
+
+    Raises:
+        ValueError: `task_id` is not a task id.
+        FileNotFoundError: this folder has no hidden data for it (grade where `hidden/` is).
+    """
+    if not isinstance(task_id, str) or not _TASK_ID.match(task_id):
+        raise ValueError(f"not a task id: {task_id!r}")
+    path = env_dir / "hidden" / task_id / "task.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no hidden data for task {task_id!r}; the grader must run where the environment "
+            f"folder, with its hidden/ directory, is (never inside the image)"
+        )
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return HiddenTask(
+        task_id=data["task_id"],
+        difficulty=data["difficulty"],
+        category=data["category"],
+        source_paths=list(data["source_paths"]),
+        hidden_tests=list(data["hidden_tests"]),
+        fail_to_pass=list(data["FAIL_TO_PASS"]),
+        pass_to_pass=list(data["PASS_TO_PASS"]),
+    )
+
+
+def grading_files(task: HiddenTask, env_dir: Path = HERE) -> dict[str, str]:
+    """What the host sends: every original file outside the source paths (tests, configuration),
+    and the hidden tests."""
+    repo = env_dir / "tasks" / task.task_id / "repo"
+    files: dict[str, str] = {}
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo).as_posix()
+        if not path.is_file() or "__pycache__" in rel.split("/"):
+            continue
+        if any(rel == src or rel.startswith(src + "/") for src in task.source_paths):
+            continue
+        files[rel] = path.read_text(encoding="utf-8")
+    hidden = env_dir / "hidden" / task.task_id
+    for rel in task.hidden_tests:
+        files[rel] = (hidden / rel).read_text(encoding="utf-8")
+    return files
+
+
+class MiniSweGrader(Grader):
+    """1.0 when all FAIL_TO_PASS tests pass and all PASS_TO_PASS tests still pass; else 0.0."""
+
+    def __init__(self, *, env_dir: str | Path = HERE, timeout_s: float = 30.0) -> None:
+        """Args:
+        env_dir: the environment folder holding `hidden/` and `tasks/`.
+        timeout_s: the longest the test run may take, in seconds (keep it below the client's
+            `timeout_s`, 60 s by default, so that a hanging test scores 0.0 instead of timing out).
+        """
+        self.env_dir = Path(env_dir)
+        self.timeout_s = timeout_s
+
+    @reward(weight=1.0)
+    async def resolved(self, state: dict[str, Any], env: Any) -> tuple[float, dict[str, Any]]:
+        task = load_hidden_task(state["task_id"], self.env_dir)
+        result = env.call(
+            "run_tests",
+            files=grading_files(task, self.env_dir),
+            source_paths=task.source_paths,
+            node_ids=[*task.fail_to_pass, *task.pass_to_pass],
+            timeout_s=self.timeout_s,
+        )
+        if inspect.isawaitable(result):
+            result = await result
+        outcomes = result.get("outcomes", {})
+        f2p = {node_id: outcomes.get(node_id, "not run") for node_id in task.fail_to_pass}
+        p2p = {node_id: outcomes.get(node_id, "not run") for node_id in task.pass_to_pass}
+        solved = result.get("status") == "ok" and all(v == "passed" for v in [*f2p.values(), *p2p.values()])
+        evidence = {
+            "task_id": task.task_id,
+            "difficulty": task.difficulty,
+            "category": task.category,
+            "resolved": solved,
+            "submitted": bool(state.get("submitted")),
+            "status": result.get("status"),
+            "FAIL_TO_PASS": f2p,
+            "PASS_TO_PASS": p2p,
+            "exit_code": result.get("exit_code"),
+            "timed_out": result.get("timed_out"),
+            "collect_errors": result.get("collect_errors", []),
+            "kept_changes": result.get("kept_changes", []),
+            "discarded_changes": result.get("discarded_changes", []),
+            "skipped_files": result.get("skipped_files", []),
+            "diff": result.get("diff", ""),
+            "output_tail": result.get("output_tail", ""),
+        }
+        return (1.0 if solved else 0.0), evidence

@@ -1,0 +1,392 @@
+"""mini_swe: fix a real bug in a small Python repository, in the style of SWE-Gym.
+
+Each task is a tiny package with a test suite (`tasks/<task_id>/repo/`) and a bug report
+(`tasks/<task_id>/task.json`). The agent reads, searches, edits and runs code in its own
+workspace through tools, and calls `submit()` when done. Nothing here knows the answer: the
+hidden FAIL_TO_PASS tests and the gold patch live in `hidden/`, which never enters the image;
+the host-side grader (`grader.MiniSweGrader`) sends the tests at grading time through the
+orchestrator-only call `run_tests`, which runs them in a fresh tree the agent never saw.
+
+Every agent action, file tools included, runs as the sandbox user through
+`openenv_sdk.sandbox.run_command` (see `mini_swe_sandbox`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from pydantic import Field
+
+from mini_swe_sandbox import SessionDirs, TreeTooLarge, check_relative_path, diff_trees, host, read_tree
+
+__all__ = ["MiniSweEnvironment", "MiniSweObservation", "MiniSweState", "TaskInfo", "ToolError", "task_ids", "tasks"]
+
+HERE = Path(__file__).resolve().parent
+TASKS_DIR = HERE / "tasks"
+_FSOPS_SOURCE = (HERE / "mini_swe_fsops.py").read_text(encoding="utf-8")
+_FSOPS_MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+_OUTPUT_TAIL_CHARS = 6000
+
+
+class ToolError(Exception):
+    """A tool call the agent got wrong, or that cannot run; the agent sees the message."""
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """A task's public part: the repository and the bug report."""
+
+    task_id: str
+    repo: str
+    title: str
+    issue: str
+    repo_path: Path
+    split: str = "train"
+    """`train`, or `demo` for the README's example (never picked by a seed)."""
+
+
+@functools.cache
+def tasks() -> dict[str, TaskInfo]:
+    """Every task in `tasks/`, by id."""
+    found = {}
+    for meta in sorted(TASKS_DIR.glob("*/task.json")):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        found[data["task_id"]] = TaskInfo(
+            task_id=data["task_id"],
+            repo=data["repo"],
+            title=data["title"],
+            issue=data["issue"],
+            repo_path=meta.parent / "repo",
+            split=data.get("split", "train"),
+        )
+    return found
+
+
+def task_ids(split: str | None = None) -> list[str]:
+    """Every task id, or those of one split (`train`, `demo`)."""
+    return sorted(t.task_id for t in tasks().values() if split is None or t.split == split)
+
+
+def pick_task(task_id: str | None, seed: int | None) -> TaskInfo:
+    """`task_id` when given; else the seed picks a training task (the same one for the same seed)."""
+    known = tasks()
+    if task_id is not None:
+        if task_id not in known:
+            import difflib
+
+            close = difflib.get_close_matches(task_id, list(known), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"unknown task_id {task_id!r}.{hint} Known: {', '.join(task_ids())}")
+        return known[task_id]
+    return known[random.Random(seed).choice(task_ids("train"))]
+
+
+class MiniSweObservation(Observation):
+    """What the agent is told at the start of an episode."""
+
+    task_id: str = Field(default="", description="The task.")
+    title: str = Field(default="", description="The issue's title.")
+    issue: str = Field(default="", description="The bug report.")
+    workdir: str = Field(default="", description="The repository: the working directory of every tool.")
+    tools: list[str] = Field(default_factory=list, description="The tools' names.")
+    prompt: str = Field(default="", description="All of the above as one text for the agent.")
+
+
+class MiniSweState(State):
+    """The episode as the orchestrator sees it (never the answer)."""
+
+    task_id: str | None = Field(default=None, description="The task being solved.")
+    repo: str | None = Field(default=None, description="The repository's name.")
+    submitted: bool = Field(default=False, description="Whether the agent called submit().")
+
+
+class MiniSweEnvironment(Environment[Action, MiniSweObservation, MiniSweState]):
+    """Fix a real bug in a small Python repository from its bug report; hidden tests judge the fix host-side."""
+
+    name = "mini_swe"
+    version = "0.1.0"
+
+    def __init__(self) -> None:
+        self._dirs: SessionDirs | None = None
+        self._task: TaskInfo | None = None
+
+    # --- the orchestrator's verbs -----------------------------------------------------------
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None
+    ) -> MiniSweObservation:
+        """Start an episode on `task_id` (or one picked by `seed`) in a fresh workspace."""
+        self._discard_workspace()
+        info = pick_task(task_id, seed)
+        host().reap_escaped()
+        self._dirs = host().new_session(info.repo_path)
+        self._task = info
+        self._state = MiniSweState(
+            episode_id=episode_id or f"{info.task_id}-{uuid.uuid4().hex[:12]}", task_id=info.task_id, repo=info.repo
+        )
+        self.episode_done = False
+        return MiniSweObservation(
+            task_id=info.task_id,
+            title=info.title,
+            issue=info.issue,
+            workdir=str(self._dirs.repo),
+            tools=list(type(self).tool_specs),
+            prompt=self._prompt(info, self._dirs),
+        )
+
+    def close(self) -> None:
+        self._discard_workspace()
+
+    # --- the agent's tools ------------------------------------------------------------------
+
+    @tool
+    def read_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
+        """Show a text file with line numbers (at most 400 lines per call).
+
+        Args:
+            path: the file, relative to the repository root.
+            start_line: the first line to show (1-based).
+            end_line: the last line to show; default: to the end (or 400 lines).
+        """
+        return self._fs("read_file", path=path, start_line=start_line, end_line=end_line)
+
+    @tool
+    def list_files(self, path: str = ".") -> str:
+        """List files and directories under a directory, recursively (skips .git and caches).
+
+        Args:
+            path: the directory, relative to the repository root.
+        """
+        return self._fs("list_files", path=path)
+
+    @tool
+    def search(self, pattern: str, path: str = ".", regex: bool = False, ignore_case: bool = False) -> str:
+        """Find lines containing a text (or matching a regular expression) in the repository.
+
+        Answers one `path:line: text` per match (at most 200).
+
+        Args:
+            pattern: the text to look for (a Python regular expression when `regex` is true).
+            path: a file or directory to search, relative to the repository root.
+            regex: treat `pattern` as a regular expression.
+            ignore_case: match regardless of case.
+        """
+        return self._fs("search", pattern=pattern, path=path, regex=regex, ignore_case=ignore_case)
+
+    @tool
+    def edit_file(self, path: str, old_str: str, new_str: str) -> str:
+        """Replace one exact snippet of a file with new text.
+
+        `old_str` must occur exactly once in the file, whitespace and indentation included;
+        include enough surrounding lines to make it unique. Answers the edited region.
+
+        Args:
+            path: the file, relative to the repository root.
+            old_str: the exact text to replace.
+            new_str: the text to put in its place (may be empty to delete).
+        """
+        return self._fs("edit_file", path=path, old_str=old_str, new_str=new_str)
+
+    @tool
+    def write_file(self, path: str, content: str) -> str:
+        """Create a file, or overwrite one, with the given content (parent directories are made).
+
+        Args:
+            path: the file, relative to the repository root.
+            content: the whole new content of the file.
+        """
+        return self._fs("write_file", path=path, content=content)
+
+    @tool
+    def run(self, command: str, timeout_s: float | None = None) -> str:
+        """Run a shell command (bash) in the repository, e.g. `python -m pytest -q`.
+
+        Answers its output, errors and exit code. The command is killed at its time limit, and
+        long output is cut. Nothing started by the command outlives it.
+
+        Args:
+            command: the command line.
+            timeout_s: seconds before it is killed; default and maximum: the environment's limit.
+        """
+        dirs = self._workspace()
+        limit = host().settings.command_timeout_s
+        if timeout_s is not None and not timeout_s > 0:
+            raise ToolError(f"timeout_s must be positive, got {timeout_s}")
+        result = host().run(command, dirs, timeout_s=min(timeout_s or limit, limit))
+        self._check_workspace_alive(result)
+        return result.render()
+
+    @tool
+    def submit(self) -> str:
+        """Finish the task: your changes to the repository are final and will be evaluated.
+
+        Ends the episode; no tool works afterwards.
+        """
+        self._workspace()
+        self.state.submitted = True
+        self.episode_done = True
+        return "Submitted. The episode is over; your changes will now be evaluated."
+
+    # --- for the host-side grader (never reachable over MCP) -------------------------------
+
+    @orchestrator
+    def run_tests(
+        self, files: dict[str, str], source_paths: list[str], node_ids: list[str], timeout_s: float = 30.0
+    ) -> dict[str, Any]:
+        """Run pytest `node_ids` against the agent's code, in a fresh tree the agent never saw.
+
+        The tree holds the workspace's `source_paths` (the library code; `conftest.py` files and
+        symlinks are dropped) and `files` from the host (the original tests and configuration,
+        and the hidden tests), which replace whatever the agent put there. pytest runs as the
+        sandbox user in a new process.
+
+        Returns:
+            `status` (`ok`, `no_episode`, `workspace_missing`, `too_large`), `outcomes`
+            (node id -> `passed`, `failed`, `error`, `skipped` or `not run`), `exit_code`,
+            `timed_out`, `collect_errors`, `output_tail`, and the agent's changes to the
+            repository: `kept_changes` (graded), `discarded_changes` (replaced by the host's
+            files, or not library code), `skipped_files` (symlinks, FIFOs, files of another
+            owner, `conftest.py`: never copied) and a unified `diff`.
+        """
+        if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+            raise ValueError("files must map relative paths to text")
+        files = {check_relative_path(path, "file"): text for path, text in files.items()}
+        sources = [check_relative_path(path, "source path") for path in source_paths]
+        ids = [str(node_id) for node_id in node_ids]
+        if not 0 < timeout_s <= 600:
+            raise ValueError(f"timeout_s must be in (0, 600], got {timeout_s}")
+        answer: dict[str, Any] = {
+            "status": "ok",
+            "outcomes": {node_id: "not run" for node_id in ids},
+            "exit_code": None,
+            "timed_out": False,
+            "collect_errors": [],
+            "output_tail": "",
+            "kept_changes": [],
+            "discarded_changes": [],
+            "skipped_files": [],
+            "diff": "",
+        }
+        if self._dirs is None or self._task is None:
+            return {**answer, "status": "no_episode"}
+        sandbox = host()
+        sandbox.reap_escaped()  # nothing left behind may change the workspace while it is read
+        if not self._dirs.repo.is_dir():
+            return {**answer, "status": "workspace_missing"}
+        owner = sandbox.user.uid if sandbox.is_root else None
+        try:
+            current, _ = read_tree(self._dirs.repo, owner_uid=owner)
+            tree = sandbox.build_grading_tree(self._dirs.repo, sources, files)
+        except TreeTooLarge as e:
+            return {**answer, "status": "too_large", "output_tail": str(e)}
+        try:
+            test_files = sorted({node_id.split("::", 1)[0] for node_id in ids})
+            result, report = sandbox.run_pytest(tree, test_files, timeout_s)
+        finally:
+            sandbox.remove_grading_tree(tree)
+        outcomes = report.get("outcomes") if isinstance(report.get("outcomes"), dict) else {}
+        pristine, _ = read_tree(self._task.repo_path)
+        changes, diff = diff_trees(pristine, current)
+        rendered = result.render()
+
+        def graded(path: str) -> bool:
+            return _under(path, sources) and path not in files and path.rsplit("/", 1)[-1] != "conftest.py"
+
+        return {
+            **answer,
+            "outcomes": {node_id: str(outcomes.get(node_id, "not run")) for node_id in ids},
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "collect_errors": list(report.get("collect_errors") or []),
+            "output_tail": rendered[-_OUTPUT_TAIL_CHARS:],
+            "kept_changes": [change for change in changes if graded(change[2:])],
+            "discarded_changes": [change for change in changes if not graded(change[2:])],
+            "skipped_files": tree.skipped,
+            "diff": diff,
+        }
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _workspace(self) -> SessionDirs:
+        if self._dirs is None:
+            raise ToolError("No episode is running: the orchestrator has not called reset.")
+        if self.episode_done:
+            raise ToolError("The episode is over (submit() was called); no more tool calls are possible.")
+        return self._dirs
+
+    def _check_workspace_alive(self, result: Any) -> None:
+        if (
+            result.exit_code == 126
+            and "does not exist" in result.stderr
+            and self._dirs
+            and not self._dirs.repo.is_dir()
+        ):
+            raise ToolError(
+                "The repository directory was deleted, so this episode cannot go on. "
+                "Submit (the result will be graded as it is) or ask the orchestrator for a new episode."
+            )
+
+    def _fs(self, op: str, **args: Any) -> str:
+        dirs = self._workspace()
+        sandbox = host()
+        request = json.dumps({"op": op, "root": str(dirs.repo), "args": args})
+        result = sandbox.run(
+            [sandbox.python, "-I", "-S", "-c", _FSOPS_SOURCE],
+            dirs,
+            stdin=request,
+            max_output_bytes=_FSOPS_MAX_OUTPUT_BYTES,
+            timeout_s=min(30.0, sandbox.settings.command_timeout_s),
+        )
+        self._check_workspace_alive(result)
+        try:
+            answer = json.loads(result.stdout)
+        except ValueError:
+            answer = None
+        if result.exit_code != 0 or not isinstance(answer, dict):
+            raise ToolError(f"{op} could not run: {result.render()[-1500:]}")
+        if not answer.get("ok"):
+            raise ToolError(str(answer.get("error")))
+        return str(answer["text"])
+
+    def _discard_workspace(self) -> None:
+        dirs, self._dirs = self._dirs, None
+        self._task = None
+        if dirs is not None:
+            host().reap_escaped()
+            host().remove_session(dirs)
+
+    def _prompt(self, info: TaskInfo, dirs: SessionDirs) -> str:
+        sandbox = host()
+        lines = []
+        for spec in type(self).tool_specs.values():
+            schema = spec.input_schema
+            params = []
+            for name, prop in schema.get("properties", {}).items():
+                params.append(name if name in schema.get("required", []) else f"{name}={prop.get('default')!r}")
+            summary = spec.description.split("\n")[0]
+            lines.append(f"- {spec.name}({', '.join(params)}): {summary}")
+        git = (
+            " The repository is a git repository with one commit, so `git diff` shows your changes."
+            if sandbox.has_git
+            else ""
+        )
+        return (
+            f"You are fixing a bug in the Python repository `{info.repo}`, checked out at {dirs.repo} "
+            f"(the working directory of every tool; give paths relative to it).\n\n"
+            f"Issue: {info.title}\n\n{info.issue}\n\n"
+            f"Change the library code so that the issue is resolved. Hidden tests will check the fix, and the "
+            f"repository's existing tests must keep passing; changes to test files are not kept. Run the tests "
+            f"with `python -m pytest -q`.{git} Commands time out after {sandbox.settings.command_timeout_s:g} s.\n\n"
+            f"Tools:\n" + "\n".join(lines) + "\n\nCall submit() when you are done."
+        )
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in roots)

@@ -1,0 +1,5 @@
+"""slugkit: URL slugs."""
+
+from .slug import slugify
+
+__all__ = ["slugify"]
