@@ -7,7 +7,16 @@ started, its output is cut with a marker saying how much, and the server goes on
 
 When the server runs as root (sandboxed environments' images do), commands run as an
 unprivileged user (`sandbox_user`), so an agent can neither signal the server nor read files
-the server keeps to itself; without root they run as the server's own user.
+the server keeps to itself; without root they run as the server's own user, and there is no
+privilege boundary (a development set-up, not a sandbox).
+
+What root can do in a sandboxed container: the image keeps only the SETUID, SETGID, CHOWN and
+KILL capabilities, so the server cannot read or delete files the sandbox user made private.
+Fill a workspace before handing it to the sandbox user (`chown`), and take it back (`chown`)
+before deleting it. Known limits: sessions of one server share the sandbox user, so they share
+its process limit; a process that leaves the command's session (`setsid` plus a double fork)
+escapes the command's clean-up, so environments sweep the sandbox user's leftover processes
+between commands (see environments/terminal and environments/coding).
 """
 
 from __future__ import annotations
@@ -72,12 +81,14 @@ class CommandResult(BaseModel):
 
 
 def _user_ids(name: str | None) -> tuple[int, int] | None:
+    """The sandbox user's ids when the server is root; None when commands keep the server's user.
+
+    Raises:
+        KeyError: the server is root and the sandbox user does not exist (never run as root then).
+    """
     if name is None or os.geteuid() != 0:
         return None
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        return None
+    entry = pwd.getpwnam(name)
     return entry.pw_uid, entry.pw_gid
 
 
@@ -91,9 +102,14 @@ def _count_processes(uid: int) -> int:
     return count
 
 
-def _preexec(limits: SandboxLimits, ids: tuple[int, int] | None, nproc: int | None) -> None:
+def _preexec(limits: SandboxLimits, ids: tuple[int, int] | None, nproc: int | None, cwd: str) -> None:
     # Runs in the child between fork and exec: only async-signal-safe work.
     os.setsid()
+    try:  # as root first: the workspace may sit under folders only root can cross
+        os.chdir(cwd)
+        entered = True
+    except OSError:
+        entered = False
     if limits.memory_bytes is not None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     if limits.max_file_bytes is not None:
@@ -105,6 +121,10 @@ def _preexec(limits: SandboxLimits, ids: tuple[int, int] | None, nproc: int | No
         os.setuid(ids[0])
     if nproc is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    if not entered:
+        # A root without CAP_DAC_OVERRIDE (a sandboxed container) cannot enter a workspace that
+        # only the sandbox user can; that user can.
+        os.chdir(cwd)
 
 
 def _session_members(sid: int) -> list[int]:
@@ -165,7 +185,15 @@ def run_command(
             exit_code=126,
             duration_s=0.0,
         )
-    ids = _user_ids(limits.sandbox_user)
+    try:
+        ids = _user_ids(limits.sandbox_user)
+    except KeyError:
+        return CommandResult(
+            stdout="",
+            stderr=f"sandbox user {limits.sandbox_user!r} does not exist; refusing to run the command as root",
+            exit_code=126,
+            duration_s=0.0,
+        )
     nproc = None
     if limits.max_processes is not None:
         nproc = _count_processes(ids[0] if ids else os.getuid()) + limits.max_processes
@@ -178,12 +206,11 @@ def run_command(
     try:
         proc = subprocess.Popen(
             argv,
-            cwd=cwd,
             env=environment,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            preexec_fn=lambda: _preexec(limits, ids, nproc),  # noqa: PLW0108
+            preexec_fn=lambda: _preexec(limits, ids, nproc, str(cwd)),
             close_fds=True,
         )
     except (OSError, subprocess.SubprocessError) as e:  # SubprocessError: preexec failed (e.g. setuid)

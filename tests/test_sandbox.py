@@ -84,3 +84,18 @@ def test_commands_run_as_the_sandbox_user_and_cannot_signal_the_server(workdir: 
     result = run_command(f"id -un; kill -0 {os.getpid()} 2>&1 || echo refused", cwd=workdir)
     assert result.stdout.splitlines()[0] == "nobody"
     assert result.stdout.rstrip().endswith("refused")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox user only matters when the server is root")
+def test_a_missing_sandbox_user_refuses_instead_of_running_as_root(workdir: Path) -> None:
+    result = run_command("id -u", cwd=workdir, limits=SandboxLimits(sandbox_user="no-such-user-xyz"))
+    assert result.exit_code == 126 and result.stdout == ""
+    assert result.stderr == "sandbox user 'no-such-user-xyz' does not exist; refusing to run the command as root"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a folder only the sandbox user can enter")
+def test_commands_start_in_a_workspace_only_the_sandbox_user_can_enter(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    shutil.chown(private, "nobody", "nogroup")
+    assert run_command("pwd", cwd=private).stdout == f"{private}\n"
