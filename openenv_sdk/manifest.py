@@ -324,6 +324,9 @@ class ServerSettings(_Section):
         description="A tool call running longer than this many seconds fails with a timeout.",
     )
     workers: int = Field(default=1, ge=1, description="Server worker processes.")
+    web: bool = Field(
+        default=False, description="Serve the browser playground at `/web` (also `openenv serve --web`)."
+    )
 
 
 class _Document(_Section):

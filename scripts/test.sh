@@ -24,5 +24,9 @@ if engine_ok; then
 else
   echo "container engine: none reachable (container tests skipped)"
 fi
+# A real browser for the playground test (Debian's chromium, driven by Playwright).
+if [ -f scripts/setup_browser.sh ] && bash scripts/setup_browser.sh; then
+  export OPENENV_TEST_BROWSER=1
+fi
 export HF_HUB_OFFLINE=1
 exec .venv/bin/python -m pytest "$@"

@@ -115,6 +115,7 @@ def test_full_manifest_from_the_docs(tmp_path):
         "idle_timeout_s": 120.0,
         "tool_timeout_s": 10.0,
         "workers": 1,
+        "web": False,
     }
     assert manifest.source == tmp_path / "openenv.yaml"
 

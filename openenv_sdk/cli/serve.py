@@ -30,6 +30,7 @@ def build_app_from_env() -> Any:
         max_sessions=settings.max_sessions,
         idle_timeout_s=settings.idle_timeout_s,
         tool_timeout_s=settings.tool_timeout_s,
+        web=settings.web,
     )
     overrides = json.loads(os.environ.get(OVERRIDES_VAR, "{}"))
     config = config.model_copy(update={k: v for k, v in overrides.items() if v is not None})
@@ -44,6 +45,10 @@ def serve(
     max_sessions: Annotated[int | None, typer.Option(help="Most concurrent sessions per worker.")] = None,
     idle_timeout_s: Annotated[float | None, typer.Option(help="Close sessions idle this many seconds.")] = None,
     tool_timeout_s: Annotated[float | None, typer.Option(help="The most one tool call may take, in seconds.")] = None,
+    web: Annotated[
+        bool | None,
+        typer.Option("--web/--no-web", help="Serve the browser playground at /web; defaults to the manifest's.", show_default=False),
+    ] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve an environment folder: WebSocket /ws, HTTP reset/step/state, and MCP at /mcp.
@@ -51,6 +56,7 @@ def serve(
     Examples:
         openenv serve environments/echo --port 8000
         openenv serve environments/wordle --max-sessions 4096 --idle-timeout-s 120
+        openenv serve environments/echo --web   # then open http://127.0.0.1:8000/web
     """
     import json
 
@@ -70,7 +76,7 @@ def serve(
     port = port if port is not None else loaded.manifest.port
     os.environ[ENV_DIR_VAR] = str(loaded.path)
     os.environ[OVERRIDES_VAR] = json.dumps(
-        {"max_sessions": max_sessions, "idle_timeout_s": idle_timeout_s, "tool_timeout_s": tool_timeout_s}
+        {"max_sessions": max_sessions, "idle_timeout_s": idle_timeout_s, "tool_timeout_s": tool_timeout_s, "web": web}
     )
     if workers > 1:
         console.print(
@@ -79,6 +85,12 @@ def serve(
         )
     kind = loaded.env_cls.__name__ if loaded.env_cls else f"OpenEnv app {loaded.manifest.app}"
     console.print(f"Serving [bold]{loaded.manifest.name}[/] ({kind}) on http://{host}:{port}  (Ctrl-C stops)")
+    wants_web = settings.web if web is None else web
+    if wants_web:
+        if loaded.env_cls is not None:
+            console.print(f"Playground: http://{host}:{port}/web")
+        else:
+            console.print("[yellow]Note:[/] the playground needs an `environment:` class; an OpenEnv `app:` serves its own.")
     uvicorn.run(
         "openenv_sdk.cli.serve:build_app_from_env",
         factory=True,

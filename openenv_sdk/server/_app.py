@@ -41,6 +41,7 @@ class ServerConfig(BaseModel):
     tool_timeout_s: float = Field(default=60.0, gt=0, description="The most one tool call may take.")
     max_message_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
     max_workers: int = Field(default=64, ge=1, description="Threads that run blocking sync environment code.")
+    web: bool = Field(default=False, description="Serve the browser playground at `/web`.")
 
 
 @dataclass
@@ -136,6 +137,10 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_message_bytes)
     app.add_exception_handler(ProtocolError, protocol_error_response)
     app.add_exception_handler(RequestValidationError, _request_validation_error)
+    if config.web:
+        from ._web import mount_playground
+
+        mount_playground(app)
     return app
 
 
