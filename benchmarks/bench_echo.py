@@ -3,14 +3,15 @@
 Both servers serve the same echo environment (ours: `environments/echo` through
 `openenv serve`; OpenEnv's: `benchmarks/openenv_echo_server.py` under
 `.bench/openenv-venv`) and start as subprocesses on free loopback ports. A third,
-trivial server (a raw `websockets` echo that answers every frame with a fixed
-observation) is the ceiling: what this client can drive on this machine.
+trivial server (it answers every WebSocket frame with one fixed observation: no JSON, no
+env) is the harness ceiling: what this client can drive on this machine.
 
 Measured, per server:
     - WebSocket step round trip on one connection (median, p99).
     - HTTP step round trip with a keep-alive httpx client (median, p99).
-    - MCP `tools/call` of `echo_message` as a plain JSON-RPC `POST /mcp` (median, p99), and
-      for ours also through the official `mcp` client (`ClientSession.call_tool`).
+    - MCP `tools/call` of the echo tool as a plain JSON-RPC `POST /mcp` (median, p99), stateless
+      and in a session, and for ours also through the official `mcp` client
+      (`ClientSession.call_tool`).
     - Concurrency: N WebSocket sessions at once, each reset + S steps; sessions and steps that
       succeeded, steps/s, step latency under load, server RSS per idle session. The server is
       restarted for every N, so each point starts clean.
@@ -20,6 +21,7 @@ Usage (from the repo root, with our dev venv; run `bash benchmarks/setup_openenv
     .venv/bin/python benchmarks/bench_echo.py --quick          # smoke run, < 1 min
     .venv/bin/python benchmarks/bench_echo.py --only openenv --sessions 100,1000
     .venv/bin/python benchmarks/bench_echo.py --write-docs     # also docs/benchmarks.md + plot
+    .venv/bin/python benchmarks/bench_echo.py --repeat 2 --calm 1.5   # on a shared machine
 """
 
 from __future__ import annotations
@@ -28,12 +30,10 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import datetime
 import json
 import math
 import multiprocessing as mp
 import os
-import platform
 import queue
 import resource
 import shlex
@@ -46,12 +46,28 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
+
+from _rawws import RawWebSocket, serve_fixed_reply
+from _report import (
+    ConcurrencyResult,
+    LatencyStats,
+    TargetResults,
+    best_of,
+    build_rows,
+    ceiling_lines,
+    markdown_report,
+    percentile,
+    print_table,
+    target_lines,
+    write_plot,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = REPO_ROOT / ".bench"
 LOG_DIR = BENCH_DIR / "logs"
 OPENENV_PYTHON = BENCH_DIR / "openenv-venv" / "bin" / "python"
+TOOLS_PYTHON = BENCH_DIR / "tools" / "bin" / "python"
 OURS_SERVE = REPO_ROOT / ".venv" / "bin" / "openenv"
 DOCS_MD = REPO_ROOT / "docs" / "benchmarks.md"
 DOCS_PLOT = REPO_ROOT / "docs" / "img" / "bench_concurrency.png"
@@ -89,28 +105,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile of already sorted values (q in 0..100)."""
-    if not sorted_values:
-        return math.nan
-    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
-@dataclasses.dataclass(frozen=True)
-class LatencyStats:
-    """Round-trip times in milliseconds."""
-
-    count: int
-    median_ms: float
-    p99_ms: float
-
-    @classmethod
-    def from_ns(cls, samples_ns: Sequence[int]) -> LatencyStats:
-        values = sorted(s / 1e6 for s in samples_ns)
-        return cls(len(values), statistics.median(values), percentile(values, 99))
 
 
 def process_tree_rss_kib(root_pid: int) -> int:
@@ -195,6 +189,8 @@ def ours_target(cmd: str | None, protocol: str) -> Target:
             "{port}",
             "--max-sessions",
             "{max_sessions}",
+            "--log-level",
+            "warning",  # no per-request access log, as for OpenEnv's server
         )
     return Target("ours", argv, protocol)
 
@@ -214,13 +210,6 @@ def openenv_target() -> Target:
 def ceiling_target() -> Target:
     argv = (sys.executable, str(Path(__file__).resolve()), "--serve-ceiling", "{port}")
     return Target("ceiling", argv, "ceiling")
-
-
-def _child_preexec() -> None:
-    # New process group (so stop() reaches workers a server may fork), and the
-    # same raised file limit the client has.
-    os.setsid()
-    raise_nofile_limit()
 
 
 class ServerProcess:
@@ -265,7 +254,9 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=env,
-                preexec_fn=_child_preexec,
+                # Its own process group, so stop() reaches any workers it forks. It inherits
+                # the file limit that main() raised.
+                start_new_session=True,
             )
         finally:
             log.close()
@@ -305,7 +296,7 @@ class ServerProcess:
             return True
         except ProtocolMismatch:
             raise
-        except Exception:  # refused, timed out, or a handshake error while the app starts
+        except Exception:  # noqa: BLE001 - refused, timed out, or a handshake error while it starts
             return False
 
     def stop(self) -> None:
@@ -326,7 +317,7 @@ class ServerProcess:
         text = self.log_path.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
-    def __enter__(self) -> ServerProcess:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -335,24 +326,16 @@ class ServerProcess:
 
 
 def serve_ceiling(port: int) -> None:
-    """The sanity ceiling: raw `websockets`, a fixed reply per frame, no parsing, no env."""
+    """Run the harness ceiling server (see `_rawws.CeilingProtocol`) until SIGINT/SIGTERM."""
     raise_nofile_limit()
     try_uvloop()
-    from websockets.asyncio.server import serve
-
-    async def handler(ws: Any) -> None:
-        with contextlib.suppress(Exception):
-            async for _ in ws:
-                await ws.send(CEILING_REPLY)
 
     async def main() -> None:
-        stop = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        stop = loop.create_future()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            asyncio.get_running_loop().add_signal_handler(sig, stop.set_result, None)
-        async with serve(
-            handler, "127.0.0.1", port, compression=None, ping_interval=None, backlog=16384
-        ):
-            await stop
+            loop.add_signal_handler(sig, stop.set_result, None)
+        await serve_fixed_reply(port, CEILING_REPLY.encode(), stop)
 
     asyncio.run(main())
 
@@ -382,9 +365,7 @@ def ws_connect_kwargs(compression: str | None) -> dict[str, Any]:
     }
 
 
-async def ws_step_latency(
-    url: str, steps: int, warmup: int, compression: str | None
-) -> LatencyStats:
+async def ws_step_latency(url: str, steps: int, warmup: int, compression: str | None) -> LatencyStats:
     import websockets
 
     samples: list[int] = []
@@ -420,118 +401,163 @@ def time_calls(call: Callable[[], None], count: int, warmup: int) -> LatencyStat
     return LatencyStats.from_ns(samples)
 
 
-def jsonrpc_call_tool(request_id: int) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": ECHO_TOOL, "arguments": {"message": MESSAGE}},
-    }
+def jsonrpc(method: str, request_id: int, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        body["params"] = params
+    return body
+
+
+OURS_SESSION_HEADER = "X-OpenEnv-Session"
+OURS_MCP_TOKEN_HEADER = "X-OpenEnv-MCP-Token"
 
 
 class HttpDialect:
-    """How one server takes an HTTP step and a JSON-RPC `tools/call` (see docs/protocol.md)."""
+    """How one server takes an HTTP step and a plain JSON-RPC `tools/call` (see docs/protocol.md).
+
+    ours: `POST /reset` without a session creates one, named by the `X-OpenEnv-Session` reply
+    header; `/step` takes that header. A plain JSON-RPC `POST /mcp` (no MCP session, `Accept:
+    application/json`) runs `tools/call` statelessly, or in a session when it carries the
+    session's MCP token (`X-OpenEnv-MCP-Token`).
+
+    openenv: `/reset` and `/step` are stateless (a fresh environment per request). `/mcp` is its
+    own JSON-RPC subset; without `params.session_id` every call builds a fresh environment, with
+    one (from `openenv/session/create`) it calls into that session's environment.
+    """
 
     def __init__(self, protocol: str, base_url: str) -> None:
         import httpx
 
         self.protocol = protocol
-        self.client = httpx.Client(
-            base_url=base_url, timeout=30.0, headers={"connection": "keep-alive"}
-        )
+        self.client = httpx.Client(base_url=base_url, timeout=30.0)
         self.step_headers: dict[str, str] = {}
-        self.mcp_headers = {"accept": "application/json, text/event-stream"}
+        self.mcp_headers: dict[str, str] = {"accept": "application/json"}
+        self.mcp_params: dict[str, Any] = {}
+        self.tool = ECHO_TOOL
         self._rpc_id = 0
 
     def close(self) -> None:
         self.client.close()
 
+    def _post(self, path: str, body: Any, headers: dict[str, str] | None = None) -> Any:
+        r = self.client.post(path, json=body, headers=headers)
+        if r.status_code not in (200, 201):
+            raise ProtocolMismatch(f"POST {path} answered {r.status_code}: {r.text[:300]}")
+        return r
+
     # -- HTTP step
     def http_reset(self) -> None:
+        r = self._post("/reset", {})
         if self.protocol == "ours":
-            r = self.client.post("/reset", json={})
-            r.raise_for_status()
-            session_id = r.headers.get("x-session-id") or r.json().get("session_id")
+            session_id = r.headers.get(OURS_SESSION_HEADER)
             if not session_id:
-                raise ProtocolMismatch(f"no session id in /reset reply: {r.text[:300]}")
-            self.step_headers = {"x-session-id": session_id}
-        else:  # OpenEnv: stateless, every request builds a fresh env
-            self.client.post("/reset", json={}).raise_for_status()
+                raise ProtocolMismatch(f"no {OURS_SESSION_HEADER} header in the /reset reply")
+            self.step_headers = {OURS_SESSION_HEADER: session_id}
+            self.client.cookies.clear()  # name the session by header only
 
     def http_step(self) -> None:
-        if self.protocol == "ours":
-            body: dict[str, Any] = {"action": {"message": MESSAGE}}
-        else:
-            body = {"action": {"message": MESSAGE}}
-        r = self.client.post("/step", json=body, headers=self.step_headers)
-        if r.status_code != 200:
-            raise ProtocolMismatch(f"POST /step answered {r.status_code}: {r.text[:300]}")
+        r = self._post("/step", {"action": {"message": MESSAGE}}, self.step_headers)
+        if "observation" not in r.json():
+            raise ProtocolMismatch(f"POST /step: no observation in {r.text[:300]}")
 
-    # -- MCP over plain JSON-RPC POST
-    def mcp_setup(self) -> None:
-        if self.protocol != "ours":
-            return  # OpenEnv's /mcp is its own JSON-RPC subset: no initialize
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "bench_echo", "version": "0"},
-            },
-        }
-        r = self.client.post("/mcp", json=init, headers=self.mcp_headers)
-        if r.status_code != 200:
-            raise ProtocolMismatch(f"MCP initialize answered {r.status_code}: {r.text[:300]}")
-        session = r.headers.get("mcp-session-id")
-        if session:
-            self.mcp_headers = {**self.mcp_headers, "mcp-session-id": session}
-            self.client.post(
-                "/mcp",
-                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=self.mcp_headers,
-            )
+    # -- MCP as plain JSON-RPC POSTs
+    def _rpc(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._rpc_id += 1
+        reply = self._post("/mcp", jsonrpc(method, self._rpc_id, params), self.mcp_headers).json()
+        if "error" in reply:
+            raise ProtocolMismatch(f"{method}: {json.dumps(reply)[:300]}")
+        return reply["result"]
+
+    def mcp_setup(self, *, bound: bool) -> None:
+        """Pick the echo tool from `tools/list`; with `bound`, call into one session's env."""
+        self.mcp_headers = {"accept": "application/json"}
+        self.mcp_params = {}
+        if bound and self.protocol == "ours":
+            r = self._post("/reset", {})
+            session_id = r.headers[OURS_SESSION_HEADER]
+            self.client.cookies.clear()
+            info = self.client.get(f"/sessions/{session_id}").json()
+            self.mcp_headers[OURS_MCP_TOKEN_HEADER] = info["mcp_token"]
+        elif bound:
+            session_id = self._rpc("openenv/session/create", {})["session_id"]
+            self.mcp_params = {"session_id": session_id}
+        names = [t["name"] for t in self._rpc("tools/list", dict(self.mcp_params))["tools"]]
+        if ECHO_TOOL in names:
+            self.tool = ECHO_TOOL
+        else:
+            echo_like = [n for n in names if "echo" in n]
+            if not echo_like:
+                raise ProtocolMismatch(f"no echo tool in tools/list: {names}")
+            self.tool = echo_like[0]
 
     def mcp_call(self) -> None:
-        self._rpc_id += 1
-        r = self.client.post("/mcp", json=jsonrpc_call_tool(self._rpc_id), headers=self.mcp_headers)
-        if r.status_code != 200:
-            raise ProtocolMismatch(f"POST /mcp answered {r.status_code}: {r.text[:300]}")
-        text = r.text
-        if text.startswith("event:") or text.startswith("data:"):  # SSE framing
-            text = next(
-                line[5:] for line in text.splitlines() if line.startswith("data:")
-            )
-        reply = json.loads(text)
-        if "error" in reply or reply.get("result", {}).get("isError") or (
-            reply.get("result", {}).get("is_error")
-        ):
-            raise ProtocolMismatch(f"tools/call failed: {text[:300]}")
+        params = {"name": self.tool, "arguments": {"message": MESSAGE}, **self.mcp_params}
+        result = self._rpc("tools/call", params)
+        if result.get("isError") or result.get("is_error"):
+            raise ProtocolMismatch(f"tools/call failed: {json.dumps(result)[:300]}")
+
+    def ours_mcp_url(self) -> str:
+        """A fresh, reset session's MCP URL (`/mcp?session=TOKEN`) for the official client."""
+        r = self._post("/reset", {})
+        session_id = r.headers[OURS_SESSION_HEADER]
+        self.client.cookies.clear()
+        token = self.client.get(f"/sessions/{session_id}").json()["mcp_token"]
+        return f"{str(self.client.base_url).rstrip('/')}/mcp?session={token}"
 
 
-async def mcp_client_latency(url: str, count: int, warmup: int) -> LatencyStats:
+async def mcp_client_latency(url: str, count: int, warmup: int) -> tuple[LatencyStats, str]:
     """The official `mcp` client: ClientSession.call_tool over streamable HTTP."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     samples: list[int] = []
-    async with asyncio.timeout(LATENCY_PHASE_TIMEOUT_S):
-        async with streamable_http_client(url) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                for i in range(warmup + count):
-                    t0 = time.perf_counter_ns()
-                    result = await session.call_tool(ECHO_TOOL, {"message": MESSAGE})
-                    t1 = time.perf_counter_ns()
-                    if result.is_error if hasattr(result, "is_error") else result.isError:
-                        raise ProtocolMismatch(f"call_tool failed: {result}")
-                    if i >= warmup:
-                        samples.append(t1 - t0)
-    return LatencyStats.from_ns(samples)
+    async with (
+        asyncio.timeout(LATENCY_PHASE_TIMEOUT_S),
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        names = [t.name for t in (await session.list_tools()).tools]
+        tool = ECHO_TOOL if ECHO_TOOL in names else next(n for n in names if "echo" in n)
+        for i in range(warmup + count):
+            t0 = time.perf_counter_ns()
+            result = await session.call_tool(tool, {"message": MESSAGE})
+            t1 = time.perf_counter_ns()
+            if getattr(result, "is_error", None) or getattr(result, "isError", None):
+                raise ProtocolMismatch(f"call_tool failed: {result}")
+            if i >= warmup:
+                samples.append(t1 - t0)
+    return LatencyStats.from_ns(samples), tool
 
 
 # --------------------------------------------------------------------------- concurrency
+
+
+class WebsocketsConn:
+    """The same API over the `websockets` client (`--conc-client websockets`)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def open(cls, url: str, compression: str | None) -> WebsocketsConn:
+        import websockets
+
+        return cls(await websockets.connect(url, **ws_connect_kwargs(compression)))
+
+    async def request(self, frame: str, timeout_s: float) -> str | bytes:
+        await self.ws.send(frame)
+        async with asyncio.timeout(timeout_s):
+            return await self.ws.recv()
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+def looks_like_observation(reply: str | bytes) -> bool:
+    """Cheap check on the hot path; `check_observation` parses when it fails."""
+    head = reply[:40]
+    return (b"observation" in head) if isinstance(head, bytes) else ("observation" in head)
 
 
 @dataclasses.dataclass
@@ -543,6 +569,7 @@ class WorkerConfig:
     step_timeout_s: float
     phase_timeout_s: float
     compression: str | None
+    client: str
 
 
 def _worker_main(cfg: WorkerConfig, out: mp.Queue, go: Any, close: Any) -> None:
@@ -550,112 +577,112 @@ def _worker_main(cfg: WorkerConfig, out: mp.Queue, go: Any, close: Any) -> None:
     try_uvloop()
     try:
         asyncio.run(_worker_async(cfg, out, go, close))
-    except BaseException as e:  # report, never hang the parent
+    except BaseException as e:  # noqa: BLE001 - report it; never leave the parent waiting
         out.put(("crash", os.getpid(), f"{type(e).__name__}: {e}"))
 
 
 def _error_key(e: BaseException) -> str:
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
     text = str(e).splitlines()[0][:120] if str(e) else ""
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 async def _worker_async(cfg: WorkerConfig, out: mp.Queue, go: Any, close: Any) -> None:
-    import websockets
+    import gc
+    from urllib.parse import urlsplit
 
     loop = asyncio.get_running_loop()
     errors: Counter[str] = Counter()
     gate = asyncio.Semaphore(cfg.connect_parallelism)
+    url = urlsplit(cfg.url)
+    if cfg.client == "raw":
+        reset_frame: Any = RawWebSocket.frame(0x1, RESET_FRAME.encode())
+        step_frame: Any = RawWebSocket.frame(0x1, STEP_FRAME.encode())
+    else:
+        reset_frame, step_frame = RESET_FRAME, STEP_FRAME
 
     async def open_session() -> Any:
         async with gate:
             try:
-                ws = await websockets.connect(cfg.url, **ws_connect_kwargs(cfg.compression))
-            except Exception as e:
+                if cfg.client == "raw":
+                    conn: Any = await RawWebSocket.open(
+                        url.hostname or "127.0.0.1", url.port or 80, url.path, cfg.step_timeout_s
+                    )
+                else:
+                    conn = await WebsocketsConn.open(cfg.url, cfg.compression)
+            except Exception as e:  # noqa: BLE001 - a failed session is a result, not a crash
                 errors[f"connect: {_error_key(e)}"] += 1
                 return None
             try:
-                await ws.send(RESET_FRAME)
-                check_observation(await asyncio.wait_for(ws.recv(), cfg.step_timeout_s))
-                return ws
-            except Exception as e:
+                check_observation(await conn.request(reset_frame, cfg.step_timeout_s))
+                return conn
+            except Exception as e:  # noqa: BLE001 - likewise
                 errors[f"reset: {_error_key(e)}"] += 1
-                await ws.close()
+                with contextlib.suppress(Exception):
+                    await conn.close()
                 return None
 
+    # Open phase: keep whatever opened by the deadline; cancel the rest.
     t0 = time.monotonic()
-    try:
-        async with asyncio.timeout(cfg.phase_timeout_s):
-            sessions = await asyncio.gather(*(open_session() for _ in range(cfg.sessions)))
-    except TimeoutError:
-        errors["connect phase timed out"] += 1
-        sessions = []
-    open_ws = [ws for ws in sessions if ws is not None]
-    out.put(("ready", os.getpid(), len(open_ws), dict(errors), time.monotonic() - t0))
+    tasks = [asyncio.ensure_future(open_session()) for _ in range(cfg.sessions)]
+    done, pending = await asyncio.wait(tasks, timeout=cfg.phase_timeout_s)
+    for task in pending:
+        task.cancel()
+    if pending:
+        errors[f"not open within the {cfg.phase_timeout_s:.0f} s open phase"] += len(pending)
+        await asyncio.gather(*pending, return_exceptions=True)
+    conns = [t.result() for t in done if not t.cancelled() and t.exception() is None and t.result()]
+    out.put(("ready", os.getpid(), len(conns), dict(errors), time.monotonic() - t0))
     errors.clear()
 
     if not await loop.run_in_executor(None, go.wait, cfg.phase_timeout_s * 3):
         errors["never told to go"] += 1
 
+    # Step phase: every open session steps at once. The client's own heap is frozen so the
+    # cyclic GC does not walk thousands of long-lived connections on every collection.
+    gc.collect()
+    gc.freeze()
     latencies: list[int] = []
+    record = latencies.append
+    perf_ns = time.perf_counter_ns
 
-    async def run_steps(ws: Any) -> tuple[int, float]:
+    async def run_steps(conn: Any) -> tuple[int, float]:
         ok = 0
         for _ in range(cfg.steps):
             try:
-                t_send = time.perf_counter_ns()
-                await ws.send(STEP_FRAME)
-                reply = await asyncio.wait_for(ws.recv(), cfg.step_timeout_s)
-                latencies.append(time.perf_counter_ns() - t_send)
-                check_observation(reply)
+                t_send = perf_ns()
+                reply = await conn.request(step_frame, cfg.step_timeout_s)
+                record(perf_ns() - t_send)
+                if not looks_like_observation(reply):
+                    check_observation(reply)
                 ok += 1
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - likewise
                 errors[f"step: {_error_key(e)}"] += 1
                 break
         return ok, time.monotonic()
 
-    try:
-        async with asyncio.timeout(cfg.phase_timeout_s):
-            results = await asyncio.gather(*(run_steps(ws) for ws in open_ws))
-    except TimeoutError:
-        errors["step phase timed out"] += 1
-        results = []
+    step_tasks = [asyncio.ensure_future(run_steps(c)) for c in conns]
+    done, pending = (
+        await asyncio.wait(step_tasks, timeout=cfg.phase_timeout_s) if step_tasks else (set(), set())
+    )
+    for task in pending:
+        task.cancel()
+    if pending:
+        errors[f"steps unfinished after the {cfg.phase_timeout_s:.0f} s step phase"] += len(pending)
+        await asyncio.gather(*pending, return_exceptions=True)
+    results = [t.result() for t in done if not t.cancelled() and t.exception() is None]
     ok_steps = sum(ok for ok, _ in results)
     ok_sessions = sum(1 for ok, _ in results if ok == cfg.steps)
     t_end = max((t for _, t in results), default=time.monotonic())
     out.put(("done", os.getpid(), ok_sessions, ok_steps, dict(errors), t_end, latencies))
+    gc.unfreeze()
 
     await loop.run_in_executor(None, close.wait, cfg.phase_timeout_s * 3)
     with contextlib.suppress(Exception):
         async with asyncio.timeout(60):
-            await asyncio.gather(*(ws.close() for ws in open_ws), return_exceptions=True)
+            await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
     out.put(("closed", os.getpid()))
-
-
-@dataclasses.dataclass
-class ConcurrencyResult:
-    sessions: int
-    opened: int = 0
-    ok_sessions: int = 0
-    ok_steps: int = 0
-    steps_per_s: float = 0.0
-    open_s: float = 0.0
-    step_p50_ms: float = math.nan
-    step_p99_ms: float = math.nan
-    baseline_rss_kib: int = 0
-    idle_rss_kib: int = 0
-    server_threads: int = 0
-    errors: dict[str, int] = dataclasses.field(default_factory=dict)
-    note: str = ""
-
-    @property
-    def all_ok(self) -> bool:
-        return self.ok_sessions == self.sessions and not self.note
-
-    @property
-    def kib_per_idle_session(self) -> float:
-        if self.opened == 0:
-            return math.nan
-        return (self.idle_rss_kib - self.baseline_rss_kib) / self.opened
 
 
 def _drain(out: mp.Queue, kind: str, count: int, timeout_s: float) -> list[tuple[Any, ...]]:
@@ -677,14 +704,12 @@ def _drain(out: mp.Queue, kind: str, count: int, timeout_s: float) -> list[tuple
     return got
 
 
-def run_concurrency(
-    target: Target, n: int, steps: int, args: argparse.Namespace
-) -> ConcurrencyResult:
+def run_concurrency(target: Target, n: int, steps: int, args: argparse.Namespace) -> ConcurrencyResult:
     """Start a fresh server, hold `n` sessions open, step them all at once, stop it."""
     result = ConcurrencyResult(sessions=n)
     procs_count = max(1, min(args.client_procs, math.ceil(n / 500)))
     shares = [n // procs_count + (1 if i < n % procs_count else 0) for i in range(procs_count)]
-    phase_timeout_s = max(60.0, n / 50)
+    phase_timeout_s = args.phase_timeout or max(60.0, n / 20)
     ctx = mp.get_context("spawn")
     out: mp.Queue = ctx.Queue()
     go, close = ctx.Event(), ctx.Event()
@@ -703,6 +728,7 @@ def run_concurrency(
                 step_timeout_s=args.step_timeout,
                 phase_timeout_s=phase_timeout_s,
                 compression=args.ws_compression,
+                client=args.conc_client,
             )
             w = ctx.Process(target=_worker_main, args=(cfg, out, go, close), daemon=True)
             w.start()
@@ -740,35 +766,62 @@ def run_concurrency(
     finally:
         go.set()
         close.set()
-        for w in workers:
-            w.join(10)
-            if w.is_alive() and w.pid is not None:
-                os.kill(w.pid, signal.SIGKILL)
-                w.join(5)
+        for worker in workers:
+            worker.join(10)
+            if worker.is_alive() and worker.pid is not None:
+                os.kill(worker.pid, signal.SIGKILL)
+                worker.join(5)
         if server.proc is not None and server.proc.poll() is not None and not result.note:
             result.note = f"server exited with {server.proc.returncode}"
         server.stop()
     return result
 
 
+def runnable_others(sample_s: float = 2.0) -> float:
+    """Mean number of runnable tasks on the machine over `sample_s`, less this one reader."""
+    samples = []
+    deadline = time.monotonic() + sample_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            running = Path("/proc/loadavg").read_text().split()[3].split("/")[0]
+            samples.append(int(running) - 1)
+        time.sleep(0.1)
+    return statistics.mean(samples) if samples else 0.0
+
+
+def wait_for_calm(args: argparse.Namespace, what: str) -> None:
+    """With `--calm N`: wait (at most `--calm-wait` s) until fewer than N other tasks are runnable."""
+    if args.calm is None:
+        return
+    deadline = time.monotonic() + args.calm_wait
+    busy = runnable_others()
+    if busy < args.calm:
+        return
+    say(f"waiting for the machine to calm down before {what}: {busy:.1f} tasks runnable")
+    while time.monotonic() < deadline:
+        busy = runnable_others()
+        if busy < args.calm:
+            say(f"calm enough ({busy:.1f} runnable)")
+            return
+        time.sleep(3)
+    say(f"still {busy:.1f} tasks runnable after {args.calm_wait:.0f} s; measuring anyway")
+    args.calm_timeouts = getattr(args, "calm_timeouts", 0) + 1
+
+
+def loadavg() -> str:
+    try:
+        return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "load ?"
+
+
 # --------------------------------------------------------------------------- the run
-
-
-@dataclasses.dataclass
-class TargetResults:
-    name: str
-    ws: LatencyStats | None = None
-    http: LatencyStats | None = None
-    mcp_post: LatencyStats | None = None
-    mcp_client: LatencyStats | None = None
-    concurrency: list[ConcurrencyResult] = dataclasses.field(default_factory=list)
-    failures: list[str] = dataclasses.field(default_factory=list)
 
 
 def _measure(label: str, res: TargetResults, fn: Callable[[], LatencyStats]) -> LatencyStats | None:
     try:
         return fn()
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - one failed measurement must not stop the others
         res.failures.append(f"{label}: {_error_key(e)}")
         return None
 
@@ -788,6 +841,7 @@ def run_latency(target: Target, args: argparse.Namespace, res: TargetResults) ->
             return
         dialect = HttpDialect(target.protocol, server.http_url)
         try:
+
             def http_bench() -> LatencyStats:
                 dialect.http_reset()
                 return time_calls(dialect.http_step, args.http_steps, args.warmup)
@@ -795,23 +849,26 @@ def run_latency(target: Target, args: argparse.Namespace, res: TargetResults) ->
             res.http = _measure("http step", res, http_bench)
             say(f"[{target.name}] http step: {fmt_stats(res.http)}")
 
-            def mcp_bench() -> LatencyStats:
-                dialect.mcp_setup()
+            def mcp_bench(bound: bool) -> LatencyStats:
+                dialect.mcp_setup(bound=bound)
                 return time_calls(dialect.mcp_call, args.mcp_calls, args.warmup)
 
-            res.mcp_post = _measure("mcp post", res, mcp_bench)
-            say(f"[{target.name}] mcp tools/call (POST): {fmt_stats(res.mcp_post)}")
+            res.mcp_post = _measure("mcp post, stateless", res, lambda: mcp_bench(False))
+            say(f"[{target.name}] mcp tools/call POST, stateless ({dialect.tool}): {fmt_stats(res.mcp_post)}")
+            res.mcp_bound = _measure("mcp post, in a session", res, lambda: mcp_bench(True))
+            say(f"[{target.name}] mcp tools/call POST, in a session: {fmt_stats(res.mcp_bound)}")
+            if target.protocol == "ours":
+
+                def client_bench() -> LatencyStats:
+                    stats, _ = asyncio.run(
+                        mcp_client_latency(dialect.ours_mcp_url(), args.mcp_calls, args.warmup)
+                    )
+                    return stats
+
+                res.mcp_client = _measure("mcp client", res, client_bench)
+                say(f"[{target.name}] mcp ClientSession.call_tool: {fmt_stats(res.mcp_client)}")
         finally:
             dialect.close()
-        if target.protocol == "ours":
-            res.mcp_client = _measure(
-                "mcp client",
-                res,
-                lambda: asyncio.run(
-                    mcp_client_latency(f"{server.http_url}/mcp", args.mcp_calls, args.warmup)
-                ),
-            )
-            say(f"[{target.name}] mcp ClientSession.call_tool: {fmt_stats(res.mcp_client)}")
 
 
 def say(text: str) -> None:
@@ -825,319 +882,6 @@ def fmt_stats(s: LatencyStats | None) -> str:
 # --------------------------------------------------------------------------- reporting
 
 
-@dataclasses.dataclass(frozen=True)
-class Row:
-    metric: str
-    ours: float | None
-    theirs: float | None
-    better: str  # "lower" or "higher"
-    fmt: str = "{:.3f}"
-    ours_text: str | None = None
-    theirs_text: str | None = None
-
-    def cells(self) -> tuple[str, str, str, str, str]:
-        def show(v: float | None, text: str | None) -> str:
-            if text is not None:
-                return text
-            return "–" if v is None or math.isnan(v) else self.fmt.format(v)
-
-        ratio = "–"
-        if self.ours is not None and self.theirs and not math.isnan(self.ours) and not math.isnan(
-            self.theirs
-        ):
-            ratio = f"{self.ours / self.theirs:.2f}"
-        return (
-            self.metric,
-            show(self.ours, self.ours_text),
-            show(self.theirs, self.theirs_text),
-            ratio,
-            self.better,
-        )
-
-
-def _largest_ok(results: list[ConcurrencyResult]) -> int | None:
-    ok = [r.sessions for r in results if r.all_ok]
-    return max(ok) if ok else None
-
-
-def build_rows(ours: TargetResults | None, theirs: TargetResults | None) -> list[Row]:
-    def get(res: TargetResults | None, attr: str, field: str) -> float | None:
-        stats = getattr(res, attr) if res else None
-        return getattr(stats, field) if stats else None
-
-    rows = [
-        Row("WS step median (ms)", get(ours, "ws", "median_ms"), get(theirs, "ws", "median_ms"), "lower"),
-        Row("WS step p99 (ms)", get(ours, "ws", "p99_ms"), get(theirs, "ws", "p99_ms"), "lower"),
-        Row("HTTP step median (ms)", get(ours, "http", "median_ms"), get(theirs, "http", "median_ms"), "lower"),
-        Row("HTTP step p99 (ms)", get(ours, "http", "p99_ms"), get(theirs, "http", "p99_ms"), "lower"),
-        Row(
-            "MCP tools/call, JSON-RPC POST, median (ms)",
-            get(ours, "mcp_post", "median_ms"),
-            get(theirs, "mcp_post", "median_ms"),
-            "lower",
-        ),
-        Row(
-            "MCP tools/call, JSON-RPC POST, p99 (ms)",
-            get(ours, "mcp_post", "p99_ms"),
-            get(theirs, "mcp_post", "p99_ms"),
-            "lower",
-        ),
-        Row(
-            "MCP ClientSession.call_tool median (ms)",
-            get(ours, "mcp_client", "median_ms"),
-            None,
-            "lower",
-            theirs_text="n/a (no MCP transport)",
-        ),
-        Row("MCP ClientSession.call_tool p99 (ms)", get(ours, "mcp_client", "p99_ms"), None, "lower"),
-    ]
-    by_n: dict[int, dict[str, ConcurrencyResult]] = {}
-    for label, res in (("ours", ours), ("theirs", theirs)):
-        for r in res.concurrency if res else []:
-            by_n.setdefault(r.sessions, {})[label] = r
-    for n in sorted(by_n):
-        o, t = by_n[n].get("ours"), by_n[n].get("theirs")
-
-        def ok_text(r: ConcurrencyResult | None) -> str | None:
-            if r is None:
-                return None
-            text = f"{r.ok_sessions}/{r.sessions}"
-            return text + ("" if r.all_ok else " ✗")
-
-        rows.append(Row(f"{n} sessions: sessions fully OK", None, None, "higher", ours_text=ok_text(o), theirs_text=ok_text(t)))
-        rows.append(
-            Row(
-                f"{n} sessions: steps/s",
-                o.steps_per_s if o else None,
-                t.steps_per_s if t else None,
-                "higher",
-                fmt="{:,.0f}",
-            )
-        )
-        rows.append(
-            Row(
-                f"{n} sessions: step p99 under load (ms)",
-                o.step_p99_ms if o else None,
-                t.step_p99_ms if t else None,
-                "lower",
-                fmt="{:.1f}",
-            )
-        )
-        rows.append(
-            Row(
-                f"{n} sessions: KiB per idle session",
-                o.kib_per_idle_session if o else None,
-                t.kib_per_idle_session if t else None,
-                "lower",
-                fmt="{:.1f}",
-            )
-        )
-        rows.append(
-            Row(
-                f"{n} sessions: server RSS idle (MiB)",
-                o.idle_rss_kib / 1024 if o else None,
-                t.idle_rss_kib / 1024 if t else None,
-                "lower",
-                fmt="{:.0f}",
-            )
-        )
-    lo, lt = _largest_ok(ours.concurrency) if ours else None, _largest_ok(theirs.concurrency) if theirs else None
-    if by_n:
-        rows.append(
-            Row(
-                "largest N with zero failures",
-                float(lo) if lo else None,
-                float(lt) if lt else None,
-                "higher",
-                fmt="{:,.0f}",
-                ours_text=None if lo or not ours else "none",
-                theirs_text=None if lt or not theirs else "none",
-            )
-        )
-    return rows
-
-
-def ceiling_lines(ceiling: TargetResults | None) -> list[str]:
-    if ceiling is None:
-        return []
-    lines = [
-        "Harness ceiling (trivial raw `websockets` echo server, same client code): "
-        f"WS step median {ceiling.ws.median_ms:.3f} ms, p99 {ceiling.ws.p99_ms:.3f} ms"
-        if ceiling.ws
-        else "Harness ceiling: WS latency run failed"
-    ]
-    for r in ceiling.concurrency:
-        lines.append(
-            f"Harness ceiling at {r.sessions} sessions: {r.steps_per_s:,.0f} steps/s "
-            f"({r.ok_sessions}/{r.sessions} sessions OK{'' if r.all_ok else ', ' + (r.note or 'failures')})"
-        )
-    return lines
-
-
-def print_table(rows: list[Row], extra: list[str]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="openenv-sdk echo server vs OpenEnv 0.10.0 echo server")
-    for col, justify in (("metric", "left"), ("ours", "right"), ("openenv", "right"), ("ours/openenv", "right"), ("better", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*row.cells())
-    console = Console()
-    console.print(table)
-    for line in extra:
-        console.print(line, markup=False, highlight=False)
-
-
-def machine_description() -> list[str]:
-    cpu = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem_gib = "?"
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_gib = f"{int(line.split()[1]) / 1024 / 1024:.0f}"
-    return [
-        f"- Date: {datetime.date.today().isoformat()}",
-        f"- CPU: {cpu}, {os.cpu_count()} cores (nproc); memory {mem_gib} GiB",
-        f"- OS: {platform.system()} {platform.release()}",
-        f"- Python: {platform.python_version()} (both servers and the client)",
-    ]
-
-
-def markdown_report(
-    rows: list[Row], extra: list[str], results: dict[str, TargetResults], args: argparse.Namespace, plot_note: str
-) -> str:
-    lines = [
-        "# Benchmarks: echo environment, ours vs OpenEnv",
-        "",
-        "Generated by `benchmarks/bench_echo.py --write-docs`; do not edit by hand.",
-        "",
-        "Both servers serve the same echo environment and are measured in the same run, with the",
-        "same client code, on loopback:",
-        "",
-        "- ours: `openenv serve environments/echo` (this repo).",
-        "- OpenEnv: `openenv==0.10.0`, `benchmarks/openenv_echo_server.py` (an `MCPEnvironment` with a",
-        "  FastMCP `echo_message` tool plus a plain `{\"message\": str}` action, served by `create_app`),",
-        "  with uvloop and httptools installed like ours (a bare `pip install openenv` has neither).",
-        "",
-        "## Machine",
-        "",
-        *machine_description(),
-        "",
-        "## Method",
-        "",
-        f"- WS step: one connection, reset, {args.warmup} warm-up steps, then {args.ws_steps} timed steps "
-        '`{"type":"step","data":{"message":"hi"}}`, one at a time (`websockets` client, no compression).',
-        f"- HTTP step: keep-alive `httpx.Client`, {args.http_steps} `POST /step`. OpenEnv's HTTP step is "
-        "stateless (a fresh environment per request); ours steps a session named by a header.",
-        f"- MCP: {args.mcp_calls} JSON-RPC `tools/call` of `echo_message` as plain `POST /mcp`; for ours also "
-        "the official `mcp` client (`ClientSession.call_tool`, streamable HTTP). OpenEnv's `/mcp` is its "
-        "own JSON-RPC subset, which the official client cannot use.",
-        f"- Concurrency: N WebSocket sessions open at once (connect + reset), then all step together, "
-        f"{args.steps_per_session} steps each; a session counts as OK only if all its steps succeed. steps/s = "
-        "successful steps / wall time of the step phase. Client: "
-        f"{args.client_procs} processes, asyncio + uvloop. The server is restarted for every N. Memory per "
-        "idle session = (server RSS with N idle sessions after reset − RSS before) / N.",
-        "- Ratio column: ours / OpenEnv; the `better` column says which direction wins.",
-        "",
-        "## Results",
-        "",
-        "| metric | ours | openenv | ours/openenv | better |",
-        "| --- | ---: | ---: | ---: | --- |",
-    ]
-    for row in rows:
-        lines.append("| " + " | ".join(row.cells()) + " |")
-    lines += ["", *[f"- {line}" for line in extra]]
-    errors = []
-    for name, res in results.items():
-        for failure in res.failures:
-            errors.append(f"- {name}: {failure}")
-        for r in res.concurrency:
-            if r.errors or r.note:
-                detail = "; ".join(f"{k} ×{v}" for k, v in r.errors.items())
-                errors.append(f"- {name}, {r.sessions} sessions: {r.note} {detail}".rstrip())
-    if errors:
-        lines += ["", "## Failures seen", "", *errors]
-    lines += ["", "## Steps/s vs concurrent sessions", ""]
-    lines.append(plot_note or "![steps/s vs concurrent sessions](img/bench_concurrency.png)")
-    lines += [
-        "",
-        "## Reproduce",
-        "",
-        "```bash",
-        "bash benchmarks/setup_openenv_venv.sh",
-        f".venv/bin/python benchmarks/bench_echo.py --sessions {','.join(map(str, args.sessions))} --write-docs",
-        "```",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-PLOT_SCRIPT = r"""
-import json, sys
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-data = json.loads(sys.argv[1])
-fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-style = {"ours": ("o-", "tab:blue"), "openenv": ("s-", "tab:orange"), "ceiling": ("^--", "tab:gray")}
-labels = {"ours": "ours (openenv-sdk)", "openenv": "OpenEnv 0.10.0", "ceiling": "harness ceiling (raw websockets echo)"}
-for name, points in data["series"].items():
-    if not points:
-        continue
-    xs = [p[0] for p in points]
-    ys = [p[1] for p in points]
-    marker, color = style.get(name, ("o-", None))
-    ax.plot(xs, ys, marker, color=color, label=labels.get(name, name))
-    for x, y, ok in points:
-        if not ok:
-            ax.annotate("failures", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7, color=color)
-ax.set_xscale("log")
-ax.set_xlabel("concurrent WebSocket sessions (each reset + %d steps)" % data["steps"])
-ax.set_ylabel("successful steps / s")
-ax.set_title("Echo env throughput vs concurrency (%s)" % data["machine"])
-ax.grid(True, which="both", alpha=0.3)
-ax.legend()
-fig.tight_layout()
-fig.savefig(data["out"])
-"""
-
-
-def write_plot(results: dict[str, TargetResults], steps: int) -> str:
-    """Render the concurrency plot; return "" on success or a note saying why it was skipped."""
-    candidates = [sys.executable, str(OPENENV_PYTHON)]
-    python = None
-    for candidate in candidates:
-        if not Path(candidate).exists():
-            continue
-        probe = subprocess.run([candidate, "-c", "import matplotlib"], capture_output=True)
-        if probe.returncode == 0:
-            python = candidate
-            break
-    if python is None:
-        return "(plot skipped: matplotlib is not installed in our venv or in .bench/openenv-venv)"
-    series = {
-        name: [(r.sessions, r.steps_per_s, r.all_ok) for r in res.concurrency]
-        for name, res in results.items()
-    }
-    DOCS_PLOT.parent.mkdir(parents=True, exist_ok=True)
-    data = {
-        "series": series,
-        "steps": steps,
-        "out": str(DOCS_PLOT),
-        "machine": f"{os.cpu_count()} cores",
-    }
-    proc = subprocess.run([python, "-c", PLOT_SCRIPT, json.dumps(data)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return f"(plot failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode})"
-    return ""
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -1148,34 +892,80 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--sessions",
         type=lambda s: [int(x) for x in s.split(",") if x.strip()],
-        help="concurrency sweep, comma separated (default 100,1000,4000,10000; --quick: 50,200)",
+        help="concurrency sweep, comma separated (default 100,1000,4000,10000; --quick: 100)",
     )
     p.add_argument("--steps-per-session", type=int, default=10)
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each concurrency point this many times, servers interleaved; report the "
+        "best steps/s and the worst success count (for shared, noisy machines)",
+    )
     p.add_argument("--ws-steps", type=int, help="timed WS steps (default 2000)")
     p.add_argument("--http-steps", type=int, help="timed HTTP steps (default 1000)")
     p.add_argument("--mcp-calls", type=int, help="timed MCP calls (default 500)")
     p.add_argument("--warmup", type=int, help="untimed calls first (default 100)")
-    p.add_argument("--client-procs", type=int, default=max(2, os.cpu_count() or 2),
-                   help="client processes driving the concurrency test (default: nproc, at least 2)")
-    p.add_argument("--connect-parallelism", type=int, default=256,
-                   help="connection handshakes in flight per client process")
+    p.add_argument(
+        "--client-procs",
+        type=int,
+        default=max(2, os.cpu_count() or 2),
+        help="client processes driving the concurrency test (default: nproc, at least 2)",
+    )
+    p.add_argument(
+        "--connect-parallelism",
+        type=int,
+        default=256,
+        help="connection handshakes in flight per client process",
+    )
     p.add_argument("--step-timeout", type=float, default=60.0, help="seconds one reply may take")
     p.add_argument("--max-sessions", type=int, default=20_000, help="--max-sessions given to servers")
-    p.add_argument("--ws-compression", choices=("deflate",), default=None,
-                   help="offer permessage-deflate like a default websockets client (off by default)")
-    p.add_argument("--no-ceiling", action="store_true", help="skip the raw websockets ceiling run")
+    p.add_argument(
+        "--ws-compression",
+        choices=("deflate",),
+        default=None,
+        help="offer permessage-deflate like a default websockets client (off by default)",
+    )
+    p.add_argument(
+        "--conc-client",
+        choices=("raw", "websockets"),
+        default="raw",
+        help="client for the concurrency test: a minimal asyncio-protocol WebSocket client "
+        "(default) or the websockets library",
+    )
+    p.add_argument(
+        "--phase-timeout",
+        type=float,
+        help="seconds for each concurrency phase (open, step); default max(60, N/20)",
+    )
+    p.add_argument("--no-ceiling", action="store_true", help="skip the harness ceiling")
+    p.add_argument(
+        "--calm",
+        type=float,
+        help="before each measurement, wait until fewer than this many other tasks are runnable "
+        "(sampled over 2 s; for shared machines, e.g. --calm 1)",
+    )
+    p.add_argument("--calm-wait", type=float, default=300.0, help="the most seconds one --calm wait may take")
     p.add_argument("--no-concurrency", action="store_true", help="latency only")
-    p.add_argument("--ours-cmd", help="command for our server, with {port} and {max_sessions} "
-                   "(default: .venv/bin/openenv serve environments/echo ...)")
-    p.add_argument("--ours-protocol", choices=("ours", "openenv"), default="ours",
-                   help="HTTP/MCP dialect of the 'ours' command (openenv: develop against OpenEnv)")
+    p.add_argument("--no-latency", action="store_true", help="concurrency sweep only")
+    p.add_argument(
+        "--ours-cmd",
+        help="command for our server, with {port} and {max_sessions} "
+        "(default: .venv/bin/openenv serve environments/echo ...)",
+    )
+    p.add_argument(
+        "--ours-protocol",
+        choices=("ours", "openenv"),
+        default="ours",
+        help="HTTP/MCP dialect of the 'ours' command (openenv: develop against OpenEnv)",
+    )
     p.add_argument("--write-docs", action="store_true", help="write docs/benchmarks.md and the plot")
     p.add_argument("--json", type=Path, help="also dump raw results as JSON to this file")
     p.add_argument("--serve-ceiling", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     quick = args.quick
     defaults = {
-        "sessions": [50, 200] if quick else [100, 1000, 4000, 10000],
+        "sessions": [100] if quick else [100, 1000, 4000, 10000],
         "ws_steps": 300 if quick else 2000,
         "http_steps": 200 if quick else 1000,
         "mcp_calls": 100 if quick else 500,
@@ -1211,7 +1001,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results: dict[str, TargetResults] = {t.name: TargetResults(t.name) for t in targets}
     started = time.monotonic()
-    for target in targets:
+    load_before = loadavg()
+    say(f"{load_before} on {os.cpu_count()} cores before the run")
+    for target in targets if not args.no_latency else []:
+        wait_for_calm(args, f"{target.name} latency")
         try:
             run_latency(target, args, results[target.name])
         except (RuntimeError, ProtocolMismatch) as e:
@@ -1219,34 +1012,55 @@ def main(argv: Sequence[str] | None = None) -> int:
             say(f"[{target.name}] latency run failed: {e}")
     if not args.no_concurrency:
         for n in args.sessions:
-            for target in targets:
-                say(f"[{target.name}] {n} concurrent sessions ...")
-                r = run_concurrency(target, n, args.steps_per_session, args)
-                results[target.name].concurrency.append(r)
-                say(
-                    f"[{target.name}] {n} sessions: {r.ok_sessions}/{n} OK, {r.steps_per_s:,.0f} steps/s, "
-                    f"open {r.open_s:.1f} s, p99 {r.step_p99_ms:.1f} ms, "
-                    f"{r.kib_per_idle_session:.1f} KiB/idle session, {r.server_threads} server threads"
-                    + (f", note: {r.note}" if r.note else "")
-                    + (f", errors: {r.errors}" if r.errors else "")
-                )
-    say(f"total time {time.monotonic() - started:.0f} s")
+            runs: dict[str, list[ConcurrencyResult]] = {t.name: [] for t in targets}
+            for attempt in range(args.repeat):
+                for target in targets:
+                    wait_for_calm(args, f"{target.name} at {n} sessions")
+                    say(
+                        f"[{target.name}] {n} concurrent sessions (run {attempt + 1}/{args.repeat}, {loadavg()}) ..."
+                    )
+                    r = run_concurrency(target, n, args.steps_per_session, args)
+                    runs[target.name].append(r)
+                    say(
+                        f"[{target.name}] {n} sessions: {r.ok_sessions}/{n} OK, {r.steps_per_s:,.0f} steps/s, "
+                        f"open {r.open_s:.1f} s, p99 {r.step_p99_ms:.1f} ms, "
+                        f"{r.kib_per_idle_session:.1f} KiB/idle session, {r.server_threads} server threads"
+                        + (f", note: {r.note}" if r.note else "")
+                        + (f", errors: {r.errors}" if r.errors else "")
+                    )
+            for name, attempts in runs.items():
+                results[name].concurrency.append(best_of(attempts))
+                results[name].concurrency_runs.extend(attempts)
+    say(f"total time {time.monotonic() - started:.0f} s; {loadavg()} after the run")
+    args.load_text = f"{load_before} before the run, {loadavg()} after it (1, 5, 15 min averages)"
 
     rows = build_rows(results.get("ours"), results.get("openenv"))
-    extra = ceiling_lines(results.get("ceiling"))
+    extra = ceiling_lines(results)
     if args.ws_compression:
         extra.append(f"WebSocket compression offered by the client: {args.ws_compression}")
     for name, res in results.items():
         for failure in res.failures:
             extra.append(f"{name}: {failure}")
-    print_table(rows, extra)
+    print_table(
+        rows,
+        extra + ["Targets: " + line for line in target_lines(results.get("ours"), results.get("openenv"))],
+    )
     if args.json:
-        args.json.write_text(json.dumps({k: dataclasses.asdict(v) for k, v in results.items()}, indent=2, default=str))
+        args.json.write_text(
+            json.dumps({k: dataclasses.asdict(v) for k, v in results.items()}, indent=2, default=str)
+        )
     if args.write_docs:
-        plot_note = write_plot(results, args.steps_per_session) if not args.no_concurrency else "(no concurrency run)"
+        plot_note = (
+            write_plot(results, args.steps_per_session, DOCS_PLOT, [sys.executable, str(TOOLS_PYTHON)])
+            if not args.no_concurrency
+            else "(no concurrency run)"
+        )
         DOCS_MD.parent.mkdir(parents=True, exist_ok=True)
         DOCS_MD.write_text(markdown_report(rows, extra, results, args, plot_note))
-        say(f"wrote {DOCS_MD.relative_to(REPO_ROOT)}" + ("" if plot_note else f" and {DOCS_PLOT.relative_to(REPO_ROOT)}"))
+        say(
+            f"wrote {DOCS_MD.relative_to(REPO_ROOT)}"
+            + ("" if plot_note else f" and {DOCS_PLOT.relative_to(REPO_ROOT)}")
+        )
         if plot_note:
             say(plot_note)
     return 0

@@ -77,9 +77,7 @@ class EchoEnvironment(MCPEnvironment):
         self._state = State(episode_id=episode_id or str(uuid4()), step_count=0)
         return EchoObservation(echoed_message="Echo environment ready!", done=False, reward=0.0)
 
-    def _step_impl(
-        self, action: Action, timeout_s: float | None = None, **kwargs: Any
-    ) -> Observation:
+    def _step_impl(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         if not isinstance(action, EchoAction):
             return Observation(
                 done=False,
