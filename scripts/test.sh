@@ -29,4 +29,14 @@ if [ -f scripts/setup_browser.sh ] && bash scripts/setup_browser.sh; then
   export OPENENV_TEST_BROWSER=1
 fi
 export HF_HUB_OFFLINE=1
+
+# The trainers (their own distribution: torch, transformers, trl) in their own venv.
+# torch is pinned first: unpinned, it pulls GB of CUDA wheels.
+if [ -d trainers ]; then
+  [ -x .venv-trainers/bin/python ] || python3 -m venv .venv-trainers
+  .venv-trainers/bin/pip install -q --disable-pip-version-check torch==2.13.0
+  .venv-trainers/bin/pip install -q --disable-pip-version-check -e . -e "trainers[dev]"
+  (cd trainers && ../.venv-trainers/bin/python -m pytest "$@")
+fi
+
 exec .venv/bin/python -m pytest "$@"

@@ -121,11 +121,12 @@ class McpChannel:
             ) from None
 
     async def _run(self, queue: asyncio.Queue[Any], ready: asyncio.Future[None]) -> None:
-        from mcp import ClientSession
-        from mcp.client.streamable_http import streamable_http_client
-
         current: asyncio.Future[Any] | None = None
         try:
+            # Inside the try: a failing import must reach `ready`, not leave callers waiting.
+            from mcp import ClientSession
+            from mcp.client.streamable_http import streamable_http_client
+
             async with contextlib.AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(streamable_http_client(self.url))
                 session = await stack.enter_async_context(

@@ -1,0 +1,168 @@
+"""`EnvSource`: one environment server (a URL, a local folder, or an image) shared by many sessions.
+
+Training runs many episodes at once. Starting one server per episode would cost a process or a
+container each; an `EnvSource` starts one server (when it is given a folder or an image) and
+hands out clients that each hold one session on it. `restart()` replaces the server (the rollout
+worker's circuit breaker uses it); clients made before a restart must be made again.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Self
+
+from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
+from openenv_sdk.errors import ClientStateError
+from openenv_sdk.rubric import Rubric
+
+__all__ = ["EnvSource", "load_grader"]
+
+
+def load_grader(env_dir: str | Path) -> Rubric | Any:
+    """The host-side grader an environment folder names in its `openenv.yaml` (`grader:`).
+
+    A class is instantiated; a function is returned as is (the SDK's `grade` takes both).
+
+    Raises:
+        ValueError: the manifest names no grader.
+        openenv_sdk.errors.ManifestError: the manifest is invalid or the import fails.
+    """
+    from openenv_sdk.loader import import_ref
+    from openenv_sdk.manifest import load_manifest
+
+    folder = Path(env_dir).resolve()
+    manifest = load_manifest(folder)
+    if not manifest.grader:
+        raise ValueError(f"{folder / 'openenv.yaml'} names no `grader:`; pass a rubric explicitly")
+    grader = import_ref(folder, manifest.grader, what="grader")
+    return grader() if isinstance(grader, type) else grader
+
+
+class EnvSource:
+    """Where episodes' sessions come from: a running server, or one this source starts.
+
+    Example:
+        >>> source = EnvSource(env_dir="environments/wordle")  # doctest: +SKIP
+        >>> with source.client() as env:
+        ...     env.reset(task_id=3)
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        env_dir: str | Path | None = None,
+        image: str | None = None,
+        provider: Any | None = None,
+        startup_timeout_s: float = 120.0,
+        client_timeout_s: float = 60.0,
+        name: str | None = None,
+    ) -> None:
+        """Describe the source; nothing starts until `start()` (or the first client).
+
+        Give exactly one of `base_url`, `env_dir`, `image`, `provider`.
+
+        Args:
+            base_url: a running server, e.g. `http://127.0.0.1:8000`.
+            env_dir: an environment folder, served in a local process (`openenv serve`).
+            image: an environment image, run as one container (`DockerProvider`).
+            provider: any SDK provider (`start() -> base_url`, `stop()`, `is_alive()`).
+            startup_timeout_s: the longest wait for the server to become healthy, in seconds.
+            client_timeout_s: each client's longest wait for one reply, in seconds.
+            name: a label for metrics and errors; default the folder, image or URL.
+        """
+        given = [k for k, v in (("base_url", base_url), ("env_dir", env_dir), ("image", image), ("provider", provider)) if v is not None]
+        if len(given) != 1:
+            raise ValueError(f"EnvSource needs exactly one of base_url, env_dir=, image=, provider= (got {given or 'none'})")
+        self.env_dir = Path(env_dir) if env_dir is not None else None
+        self.image = image
+        self.client_timeout_s = client_timeout_s
+        if provider is None and env_dir is not None:
+            from openenv_sdk.providers.local import LocalProcessProvider
+
+            provider = LocalProcessProvider(env_dir, startup_timeout_s=startup_timeout_s)
+        elif provider is None and image is not None:
+            from openenv_sdk.providers.docker import DockerProvider
+
+            provider = DockerProvider(image, startup_timeout_s=startup_timeout_s)
+        self.provider = provider
+        self._base_url = base_url.rstrip("/") if base_url is not None else None
+        self.name = name or str(env_dir or image or base_url or type(provider).__name__)
+        self.generation = 0
+        """Counts restarts: a client made at an older generation talks to a server that is gone."""
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"EnvSource({self.name!r})"
+
+    @property
+    def can_restart(self) -> bool:
+        """Whether `restart()` can replace the server (a folder or an image, not a bare URL)."""
+        return self.provider is not None
+
+    def start(self) -> str:
+        """Start the server if this source owns one; returns its base URL."""
+        with self._lock:
+            if self._closed:
+                raise ClientStateError(f"{self!r} is closed")
+            if self._base_url is None:
+                assert self.provider is not None
+                self._base_url = str(self.provider.start()).rstrip("/")
+            return self._base_url
+
+    def restart(self) -> str:
+        """Stop the server and start a fresh one (a new generation).
+
+        Raises:
+            ClientStateError: the source is a bare URL (nothing to restart) or closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise ClientStateError(f"{self!r} is closed")
+            if self.provider is None:
+                raise ClientStateError(f"{self!r} is a URL: there is no server of ours to restart")
+            self.provider.stop()
+            self._base_url = str(self.provider.start()).rstrip("/")
+            self.generation += 1
+            return self._base_url
+
+    def client(self, **kwargs: Any) -> GenericEnvClient:
+        """A new blocking client (one session) of this source's server."""
+        kwargs.setdefault("timeout_s", self.client_timeout_s)
+        return GenericEnvClient(self.start(), **kwargs)
+
+    def async_client(self, **kwargs: Any) -> AsyncGenericEnvClient:
+        """A new asyncio client (one session) of this source's server."""
+        kwargs.setdefault("timeout_s", self.client_timeout_s)
+        return AsyncGenericEnvClient(self.start(), **kwargs)
+
+    def tools(self) -> list[Any]:
+        """The environment's tools (`ToolSchema`s from `/schema`)."""
+        with self.client() as env:
+            return list(env.schema().tools)
+
+    def grader(self) -> Rubric | Any:
+        """The host-side grader of this source's folder (`grader:` in its `openenv.yaml`).
+
+        Raises:
+            ValueError: the source is not a folder, or its manifest names no grader.
+        """
+        if self.env_dir is None:
+            raise ValueError(f"{self!r} is not an environment folder: pass the grader (a rubric) explicitly")
+        return load_grader(self.env_dir)
+
+    def close(self) -> None:
+        """Stop the server this source started. Safe to call twice."""
+        with self._lock:
+            self._closed = True
+            if self.provider is not None:
+                self.provider.stop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,629 @@
+"""`EnvRolloutWorker`: an async GRPO rollout worker over environment sessions (TRL's `RolloutWorkerProtocol`).
+
+    worker = EnvRolloutWorker(
+        sources=[EnvSource(image="openenv-wordle:latest") for _ in range(4)],
+        backend=CompletionsClient("http://vllm-host:8000"),
+        tokenizer=tokenizer,
+        tasks=dataset,                       # rows made by `tasks.task_row`
+        config=WorkerConfig(num_generations=8),
+    )
+    trainer = AsyncGRPOTrainer(..., rollout_worker=worker)
+
+It runs groups of episodes (each group: `num_generations` episodes of one task, same seed) on a
+thread of its own, and fills `rollout_buffer` with TRL `RolloutSample`s: `input_ids` (prompt and
+completion), `completion_mask` (1 exactly on the sampled tokens), `old_log_probs` (the sampling
+logprob at every mask-1 position, NaN elsewhere; never filled in), the group-relative
+`advantage`, the `model_version` the group started under, and per-sample `metrics`.
+
+- Demand-driven: a group starts only while fewer than `max_inflight_episodes` episodes run and
+  the buffer has room for its samples.
+- Filters: zero-variance groups and truncated episodes can be dropped (`GroupFilter`).
+- Staleness: TRL's rule (`model_version - sample.model_version > max_staleness` is dropped):
+  groups already stale when they finish are not enqueued, and `update_model_version` purges the
+  buffer; both counted in `worker/dropped_stale`.
+- Resilience: every episode has a timeout; a failed episode is retried on a fresh session; each
+  source has a circuit breaker that restarts its server (container or process) after
+  `breaker_failures` failures in a row; `check_health` raises `WorkerStuck` or `WorkerStarved`
+  with the cause.
+- Metrics (`metrics_queue`): reward mean and std, episode length, turns, tool calls and errors,
+  environment latency, truncation, drops, failures, restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import math
+import queue
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._aio import LoopThread
+from .advantages import GroupFilter, group_advantages
+from .chat import tool_schemas
+from .episode import EpisodeConfig, EpisodeResult, run_episode
+from .errors import (
+    AccountingError,
+    GenerationError,
+    WorkerError,
+    WorkerStarved,
+    WorkerStuck,
+)
+from .sources import EnvSource
+from .tasks import split_task
+from .trl_env import TRL_COLUMNS
+
+__all__ = ["CircuitBreaker", "EnvRolloutWorker", "WorkerConfig", "rollout_sample_type"]
+
+logger = logging.getLogger(__name__)
+
+
+def rollout_sample_type() -> type:
+    """TRL's `RolloutSample` (imported quietly from `trl.experimental`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from trl.experimental.async_grpo.async_rollout_worker import RolloutSample
+    return RolloutSample
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerConfig:
+    """What the worker runs and when it gives up. Times are in seconds."""
+
+    num_generations: int = 8
+    """Episodes per group: one task, one seed, compared with each other for the advantage."""
+    max_inflight_episodes: int = 32
+    """The most episodes running at once (a multiple of `num_generations` uses it fully)."""
+    buffer_size: int = 256
+    """`rollout_buffer`'s capacity in samples; no group starts unless its samples fit."""
+    max_staleness: int = 4
+    """The trainer's rule: a sample whose `model_version` is more than this behind is dropped."""
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    """Turn and token limits and sampling of each episode."""
+    episode_timeout_s: float = 600.0
+    """The longest one episode may run."""
+    episode_retries: int = 2
+    """How many times a failed episode is run again (same task and seed, fresh session)."""
+    group_filter: GroupFilter = field(default_factory=GroupFilter)
+    """Which groups and episodes are trained on."""
+    scale_advantages: bool = True
+    """Divide by the group's reward std (GRPO); False keeps only the mean baseline."""
+    breaker_failures: int = 3
+    """Failures in a row that open a source's circuit breaker (and restart its server)."""
+    breaker_cooldown_s: float = 30.0
+    """How long an open breaker of a source that cannot restart (a URL) stays open."""
+    starve_after_failures: int = 64
+    """Episode failures in a row after which `check_health` reports the worker starved."""
+    starve_after_dropped_groups: int = 200
+    """Groups dropped in a row (zero variance, too small) after which the worker is starved."""
+    check_server: bool = True
+    """Check the backend once at `start()` (`CompletionsClient.check_server`: token ids, processed logprobs)."""
+    seed: int = 0
+    """Mixed into each group's reset seed (when the task gives none)."""
+    poll_interval_s: float = 0.02
+    """How often the scheduler looks for room to start a group."""
+
+    def __post_init__(self) -> None:
+        if self.num_generations < 1:
+            raise ValueError("num_generations must be at least 1")
+        if self.max_inflight_episodes < self.num_generations:
+            raise ValueError(
+                f"max_inflight_episodes ({self.max_inflight_episodes}) must be at least num_generations "
+                f"({self.num_generations}): a group's episodes run together"
+            )
+        if self.buffer_size < self.num_generations:
+            raise ValueError(f"buffer_size ({self.buffer_size}) must hold at least one group ({self.num_generations})")
+        if self.episode_timeout_s <= 0 or self.breaker_failures < 1 or self.max_staleness < 0:
+            raise ValueError("episode_timeout_s must be positive, breaker_failures >= 1, max_staleness >= 0")
+
+
+class CircuitBreaker:
+    """Counts one source's failures in a row; open after `threshold` of them, until reset."""
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.failures = 0
+        self.opened_at: float | None = None
+        self.last_error: BaseException | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.opened_at is not None
+
+    def success(self) -> None:
+        self.failures = 0
+
+    def failure(self, error: BaseException) -> bool:
+        """Record a failure; True when this one opened the breaker."""
+        self.failures += 1
+        self.last_error = error
+        if self.opened_at is None and self.failures >= self.threshold:
+            self.opened_at = time.monotonic()
+            return True
+        return False
+
+    def reset(self) -> None:
+        self.failures = 0
+        self.opened_at = None
+
+
+class _SourceState:
+    """One source's sessions and breaker (used on the worker's loop only)."""
+
+    def __init__(self, source: EnvSource, breaker: CircuitBreaker) -> None:
+        self.source = source
+        self.breaker = breaker
+        self.free: list[tuple[int, Any]] = []  # (source generation, session)
+        self.restarting = False
+
+    async def acquire(self) -> tuple[int, Any]:
+        generation = self.source.generation
+        while self.free:
+            made_at, session = self.free.pop()
+            if made_at == generation and not session.is_closed:
+                return made_at, session
+            await _close(session)
+        session = await asyncio.to_thread(self.source.async_client)
+        return generation, session
+
+    async def release(self, made_at: int, session: Any, *, healthy: bool) -> None:
+        if healthy and made_at == self.source.generation and not session.is_closed:
+            self.free.append((made_at, session))
+        else:
+            await _close(session)
+
+    async def close(self) -> None:
+        free, self.free = self.free, []
+        for _, session in free:
+            await _close(session)
+
+
+async def _close(session: Any) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(session.aclose(), 10)
+
+
+class EnvRolloutWorker:
+    """Fills TRL's rollout buffer with scored samples from environment episodes (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        sources: EnvSource | list[EnvSource],
+        backend: Any,
+        tokenizer: Any,
+        tasks: Iterable[Mapping[str, Any]],
+        rubric: Any | None = None,
+        config: WorkerConfig | None = None,
+    ) -> None:
+        """Describe the worker; nothing runs until `start()`.
+
+        Args:
+            sources: the environment servers episodes run on (each with its own circuit breaker).
+            backend: a generation backend (`CompletionsClient` for vLLM, `TransformersBackend`).
+            tokenizer: the policy's tokenizer, with a tool-calling chat template.
+            tasks: dataset rows (`prompt` plus task fields, as `tasks.task_row` makes them),
+                cycled through; a `datasets.Dataset` works.
+            rubric: the host-side grader; default the one the first source's `openenv.yaml` names.
+            config: limits, filters and resilience settings.
+        """
+        self.sources = [sources] if isinstance(sources, EnvSource) else list(sources)
+        if not self.sources:
+            raise ValueError("the worker needs at least one EnvSource")
+        self.backend = backend
+        self.tokenizer = tokenizer
+        self.tasks = tasks
+        self.rubric = rubric if rubric is not None else self.sources[0].grader()
+        self.config = config or WorkerConfig()
+        self.rollout_buffer: queue.Queue[Any] = queue.Queue(maxsize=self.config.buffer_size)
+        self.metrics_queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=4096)
+        self._sample_type = rollout_sample_type()
+        self._model_version = 0
+        self._states = [_SourceState(s, CircuitBreaker(self.config.breaker_failures)) for s in self.sources]
+        self._round_robin = itertools.cycle(range(len(self._states)))
+        self._loop: LoopThread | None = None
+        self._main: Any = None
+        self._stopping = threading.Event()
+        self._fatal: BaseException | None = None
+        self._inflight = 0
+        self._episode_started: dict[int, float] = {}
+        self._episode_ids = itertools.count()
+        self._heartbeat = 0.0
+        self._last_progress = 0.0
+        self._consecutive_failures = 0
+        self._consecutive_dropped_groups = 0
+        self._last_failure: BaseException | None = None
+        self._all_open_since: float | None = None
+        self._tools: list[dict[str, Any]] | None = None
+        self._buffer_lock = threading.Lock()
+        self.counters: dict[str, int] = dict.fromkeys(
+            (
+                "episodes",
+                "episode_failures",
+                "episode_timeouts",
+                "groups",
+                "groups_dropped_zero_variance",
+                "groups_dropped_too_small",
+                "episodes_dropped_truncated",
+                "dropped_stale",
+                "env_restarts",
+                "samples",
+            ),
+            0,
+        )
+        """Totals since `start()`, also pushed to `metrics_queue` as they change."""
+
+    # --- RolloutWorkerProtocol -----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Check the backend and the environments, then start producing on the worker's thread.
+
+        Raises:
+            ServerCompatibilityError: the completions server lacks token ids or processed logprobs.
+            openenv_sdk.errors.OpenEnvError: an environment server could not start.
+        """
+        if self._loop is not None:
+            logger.warning("EnvRolloutWorker.start() called twice; ignoring")
+            return
+        if self.config.check_server and hasattr(self.backend, "check_server"):
+            self.backend.check_server()
+        self._tools = tool_schemas(self.sources[0].tools())
+        now = time.time()
+        self._heartbeat = self._last_progress = now
+        self._stopping.clear()
+        self._loop = LoopThread(name="openenv-rollout-worker")
+        self._main = asyncio.run_coroutine_threadsafe(self._run(), self._loop.loop)
+
+    def stop(self) -> None:
+        """Stop producing, cancel running episodes, close every session and the sources' servers."""
+        if self._loop is None:
+            return
+        self._stopping.set()
+        loop, self._loop = self._loop, None
+        with contextlib.suppress(Exception):
+            self._main.result(timeout=30)
+        with contextlib.suppress(Exception):
+            loop.run(self._close_sessions(), timeout_s=30)
+        loop.close()
+        for source in self.sources:
+            with contextlib.suppress(Exception):
+                source.close()
+
+    def update_model_version(self, model_version: int) -> None:
+        """Record the live policy version, and drop buffered samples that are now too stale."""
+        self._model_version = int(model_version)
+        dropped = 0
+        with self._buffer_lock:
+            kept = []
+            while True:
+                try:
+                    sample = self.rollout_buffer.get_nowait()
+                except queue.Empty:
+                    break
+                if self._is_stale(sample.model_version):
+                    dropped += 1
+                else:
+                    kept.append(sample)
+            for sample in kept:
+                self.rollout_buffer.put_nowait(sample)
+        if dropped:
+            self._count("dropped_stale", dropped)
+
+    def check_health(self, stale_after_s: float) -> None:
+        """Raise if the worker failed, is stuck, or is starved; return quietly otherwise.
+
+        Raises:
+            WorkerError: the worker failed (chained to the cause), or was never started.
+            WorkerStuck: its loop stopped ticking, or no episode finished for `stale_after_s`
+                seconds while episodes were running.
+            WorkerStarved: episodes keep failing (environments down), every source's breaker is
+                open, or every recent group was dropped (e.g. all rewards equal).
+        """
+        if self._fatal is not None:
+            raise WorkerError(f"the rollout worker failed: {type(self._fatal).__name__}: {self._fatal}") from self._fatal
+        if self._loop is None:
+            raise WorkerError("the rollout worker is not running (start() was not called, or stop() was)")
+        if self._main is not None and self._main.done():
+            error = self._main.exception()
+            raise WorkerError(f"the rollout worker's loop ended: {error!r}") from error
+        now = time.time()
+        if now - self._heartbeat > stale_after_s:
+            raise WorkerStuck(f"the rollout worker's loop has not ticked for {now - self._heartbeat:.0f} s")
+        cfg = self.config
+        if self._consecutive_failures >= cfg.starve_after_failures:
+            raise WorkerStarved(
+                f"{self._consecutive_failures} episodes failed in a row; the last: {self._last_failure!r}"
+            ) from self._last_failure
+        if self._all_open_since is not None and now - self._all_open_since > stale_after_s:
+            raise WorkerStarved(
+                f"every environment source's circuit breaker has been open for {now - self._all_open_since:.0f} s; "
+                f"the last failure: {self._last_failure!r}"
+            ) from self._last_failure
+        if self._consecutive_dropped_groups >= cfg.starve_after_dropped_groups:
+            raise WorkerStarved(
+                f"the last {self._consecutive_dropped_groups} groups were all dropped (zero reward variance or too "
+                f"few episodes): the task is too hard or too easy for the policy, or the reward is constant"
+            )
+        if self._inflight and now - self._last_progress > stale_after_s:
+            oldest = now - min(self._episode_started.values(), default=now)
+            raise WorkerStuck(
+                f"no episode finished for {now - self._last_progress:.0f} s with {self._inflight} in flight "
+                f"(the oldest started {oldest:.0f} s ago)"
+            )
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        groups: set[asyncio.Task[None]] = set()
+        rows = self._rows()
+        group_ids = itertools.count()
+        try:
+            while not self._stopping.is_set():
+                self._heartbeat = time.time()
+                if self._fatal is not None:
+                    break
+                while self._has_demand():
+                    task = asyncio.create_task(self._run_group(next(group_ids), next(rows)))
+                    self._inflight += self.config.num_generations
+                    groups.add(task)
+                    task.add_done_callback(self._group_done(groups))
+                self._update_breakers()
+                await asyncio.sleep(self.config.poll_interval_s)
+        except BaseException as e:
+            self._fatal = e
+            raise
+        finally:
+            for task in list(groups):
+                task.cancel()
+            await asyncio.gather(*groups, return_exceptions=True)
+
+    def _group_done(self, groups: set[asyncio.Task[None]]) -> Any:
+        def done(task: asyncio.Task[None]) -> None:
+            groups.discard(task)
+            if not task.cancelled() and task.exception() is not None and self._fatal is None:
+                self._fatal = task.exception()
+
+        return done
+
+    def _rows(self) -> Iterator[Mapping[str, Any]]:
+        while True:
+            empty = True
+            for row in self.tasks:
+                empty = False
+                yield row
+            if empty:
+                raise WorkerError("the task dataset is empty")
+
+    def _has_demand(self) -> bool:
+        g = self.config.num_generations
+        if self._inflight + g > self.config.max_inflight_episodes:
+            return False
+        if all(s.breaker.is_open for s in self._states):
+            return False
+        return self.rollout_buffer.qsize() + self._inflight + g <= self.config.buffer_size
+
+    def _update_breakers(self) -> None:
+        now = time.monotonic()
+        for state in self._states:
+            breaker = state.breaker
+            if breaker.is_open and not state.restarting:
+                if state.source.can_restart:
+                    state.restarting = True
+                    asyncio.get_running_loop().create_task(self._restart(state))
+                elif now - (breaker.opened_at or now) >= self.config.breaker_cooldown_s:
+                    breaker.reset()  # half-open: the next episode tries again
+        if all(s.breaker.is_open for s in self._states):
+            self._all_open_since = self._all_open_since or time.time()
+        else:
+            self._all_open_since = None
+
+    async def _restart(self, state: _SourceState) -> None:
+        try:
+            logger.warning("restarting %s after %d failures in a row", state.source, state.breaker.failures)
+            await state.close()
+            await asyncio.to_thread(state.source.restart)
+            self._count("env_restarts")
+            state.breaker.reset()
+        except Exception as e:  # noqa: BLE001 - any failure to restart leaves the breaker open; it is reported
+            self._last_failure = e
+            logger.warning("restarting %s failed: %s", state.source, e)
+            await asyncio.sleep(self.config.breaker_cooldown_s)
+        finally:
+            state.restarting = False
+
+    async def _run_group(self, group_id: int, row: Mapping[str, Any]) -> None:
+        cfg = self.config
+        version = self._model_version
+        try:
+            messages, task, seed = self._task_of(row, group_id)
+            results = await asyncio.gather(*(self._episode(messages, task, seed) for _ in range(cfg.num_generations)))
+        finally:
+            self._inflight -= cfg.num_generations
+        self._count("groups")
+        episodes = [r for r in results if r is not None]
+        kept = [e for e in episodes if cfg.group_filter.keep_episode(e.truncated)]
+        if len(kept) < len(episodes):
+            self._count("episodes_dropped_truncated", len(episodes) - len(kept))
+        self._push_episode_metrics(episodes)
+        reason = cfg.group_filter.keep_group([e.reward for e in kept])
+        if reason is not None:
+            self._count(f"groups_dropped_{reason}")
+            self._consecutive_dropped_groups += 1
+            return
+        self._consecutive_dropped_groups = 0
+        if self._is_stale(version):
+            self._count("dropped_stale", len(kept))
+            return
+        rewards = [e.reward for e in kept]
+        advantages = group_advantages(rewards, scale=cfg.scale_advantages)
+        reward_std = float(np.std(rewards))
+        for episode, advantage in zip(kept, advantages, strict=True):
+            await self._put(self._sample(episode, advantage, version, group_id, reward_std))
+        self._count("samples", len(kept))
+
+    def _task_of(self, row: Mapping[str, Any], group_id: int) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+        prompt = row.get("prompt")
+        if not isinstance(prompt, list):
+            raise WorkerError(f"a task row needs a conversational `prompt` (a list of messages); got {prompt!r}")
+        messages, embedded = split_task(prompt)
+        task = {k: v for k, v in row.items() if k not in TRL_COLUMNS}
+        if not task and embedded:
+            task = embedded
+        seed = task.pop("seed", None)
+        if seed is None:
+            key = json.dumps(task, sort_keys=True, default=str)
+            digest = hashlib.sha256(f"{self.config.seed}:{group_id}:{key}".encode()).digest()
+            seed = int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+        return messages, task, int(seed)
+
+    async def _episode(self, messages: list[dict[str, Any]], task: dict[str, Any], seed: int) -> EpisodeResult | None:
+        episode_id = next(self._episode_ids)
+        self._episode_started[episode_id] = time.time()
+        try:
+            for _attempt in range(self.config.episode_retries + 1):
+                state = await self._pick_source()
+                if state is None:
+                    return None
+                made_at, session = await state.acquire()
+                healthy = False
+                try:
+                    result = await asyncio.wait_for(
+                        run_episode(
+                            session,
+                            self.backend,
+                            self.tokenizer,
+                            prompt=messages,
+                            task=task,
+                            tools=self._tools or [],
+                            rubric=self.rubric,
+                            config=self.config.episode,
+                            seed=seed,
+                        ),
+                        self.config.episode_timeout_s,
+                    )
+                    healthy = True
+                except (GenerationError, AccountingError) as e:
+                    # Not the environment's failure: logprobs or token accounting are wrong, and
+                    # training on them would be wrong. Stop the worker; check_health reports it.
+                    self._fatal = e
+                    return None
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - a failed episode is data: counted, retried, reported
+                    timed_out = isinstance(e, TimeoutError)
+                    self._count("episode_timeouts" if timed_out else "episode_failures")
+                    self._consecutive_failures += 1
+                    self._last_failure = e
+                    self._last_progress = time.time()
+                    # A session of a server that was restarted since fails by design: not news.
+                    if made_at == state.source.generation and state.breaker.failure(e):
+                        logger.warning("circuit breaker of %s opened: %r", state.source, e)
+                    continue
+                finally:
+                    await state.release(made_at, session, healthy=healthy)
+                state.breaker.success()
+                self._consecutive_failures = 0
+                self._last_progress = time.time()
+                self._count("episodes")
+                return result
+            return None
+        finally:
+            self._episode_started.pop(episode_id, None)
+
+    async def _pick_source(self) -> _SourceState | None:
+        while not self._stopping.is_set():
+            for _ in range(len(self._states)):
+                state = self._states[next(self._round_robin)]
+                if not state.breaker.is_open:
+                    return state
+            await asyncio.sleep(self.config.poll_interval_s * 5)
+        return None
+
+    def _sample(self, episode: EpisodeResult, advantage: float, version: int, group_id: int, reward_std: float) -> Any:
+        prompt_len = len(episode.prompt_ids)
+        return self._sample_type(
+            prompt=episode.messages[: episode.prompt_message_count],
+            completion=episode.completion_messages,
+            input_ids=np.asarray(episode.input_ids, dtype=np.int64),
+            completion_mask=np.asarray([0] * prompt_len + episode.completion_mask, dtype=np.int64),
+            old_log_probs=np.asarray([math.nan] * prompt_len + episode.completion_logprobs, dtype=np.float32),
+            advantage=float(advantage),
+            model_version=version,
+            group_id=group_id,
+            metrics={
+                "reward": episode.reward,
+                "reward_std": reward_std,
+                **{f"rewards/{k}": v for k, v in episode.reward_components.items()},
+                "episode/completion_tokens": float(len(episode.completion_ids)),
+                "episode/sampled_tokens": float(sum(episode.completion_mask)),
+                "episode/turns": float(episode.turns),
+                "tools/call_frequency": float(episode.tool_calls),
+                "tools/failure_frequency": episode.tool_errors / episode.tool_calls if episode.tool_calls else 0.0,
+                "env/latency_s": episode.env_latency_s,
+                "episode/truncated": float(episode.truncated),
+            },
+            enqueued_at=time.time(),
+        )
+
+    async def _put(self, sample: Any) -> None:
+        while not self._stopping.is_set():
+            with self._buffer_lock:
+                try:
+                    self.rollout_buffer.put_nowait(sample)
+                    return
+                except queue.Full:
+                    pass
+            await asyncio.sleep(self.config.poll_interval_s)
+
+    def _is_stale(self, version: int) -> bool:
+        return self._model_version - version > self.config.max_staleness
+
+    async def _close_sessions(self) -> None:
+        for state in self._states:
+            await state.close()
+        aclose = getattr(self.backend, "aclose", None)
+        if aclose is not None:  # the backend's connections made on this loop
+            with contextlib.suppress(Exception):
+                await aclose()
+
+    # --- metrics --------------------------------------------------------------------------------
+
+    def _count(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+        self._push({f"worker/{name}": float(self.counters[name])})
+
+    def _push_episode_metrics(self, episodes: list[EpisodeResult]) -> None:
+        if not episodes:
+            return
+        rewards = [e.reward for e in episodes]
+        calls = sum(e.tool_calls for e in episodes)
+        self._push(
+            {
+                "worker/reward_mean": float(np.mean(rewards)),
+                "worker/reward_std": float(np.std(rewards)),
+                "worker/episode_length": float(np.mean([len(e.completion_ids) for e in episodes])),
+                "worker/episode_turns": float(np.mean([e.turns for e in episodes])),
+                "worker/tool_calls": float(calls),
+                "worker/tool_errors": (float(sum(e.tool_errors for e in episodes)), float(max(calls, 1))),
+                "worker/env_latency_s": float(np.mean([e.env_latency_s for e in episodes])),
+                "worker/generation_s": float(np.mean([e.generation_s for e in episodes])),
+                "worker/truncated": (float(sum(e.truncated for e in episodes)), float(len(episodes))),
+                "worker/inflight_episodes": float(self._inflight),
+                "worker/buffer_size": float(self.rollout_buffer.qsize()),
+            }
+        )
+
+    def _push(self, values: dict[str, Any]) -> None:
+        with contextlib.suppress(queue.Full):
+            self.metrics_queue.put_nowait(values)
+

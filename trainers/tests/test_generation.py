@@ -1,0 +1,206 @@
+"""Generation: processed logprobs that match a forward pass, the completions server and its client over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import pytest
+import torch
+from openenv_trainers.echo_task import echo_messages
+from openenv_trainers.errors import (
+    GenerationError,
+    LogprobError,
+    ServerCompatibilityError,
+)
+from openenv_trainers.generation import (
+    Completion,
+    SamplingParams,
+    TransformersBackend,
+    check_completion,
+)
+from openenv_trainers.generation.client import CompletionsClient
+from openenv_trainers.generation.server import create_completions_app
+from openenv_trainers.tiny_model import ECHO_TOOL
+
+from .conftest import serve
+
+
+def _prompts(tokenizer: Any) -> list[list[int]]:
+    out = []
+    for text in ("a", "bc de", "fgh ij kl"):
+        out.append(tokenizer.apply_chat_template(echo_messages(text), tools=[ECHO_TOOL], add_generation_prompt=True, return_dict=False))
+    out.append(out[0][7:])  # a shorter prompt, so the batch is left-padded
+    return out
+
+
+def recomputed(model: Any, prompt: list[int], completion: list[int], temperature: float) -> torch.Tensor:
+    """log p(completion[i] | prompt + completion[:i]) from one forward pass at `temperature`."""
+    ids = torch.tensor([prompt + completion])
+    with torch.no_grad():
+        logits = model(ids).logits[0, len(prompt) - 1 : -1].float() / temperature
+    return logits.log_softmax(-1)[torch.arange(len(completion)), torch.tensor(completion)]
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.6])
+def test_processed_logprobs_equal_a_forward_pass_at_the_sampling_temperature(model: Any, tokenizer: Any, temperature: float) -> None:
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
+    params = SamplingParams(max_tokens=24, temperature=temperature, stop_token_ids=(tokenizer.eos_token_id,), seed=0)
+    prompts = _prompts(tokenizer)
+    for prompt, completion in zip(prompts, backend.generate(prompts, params), strict=True):
+        reference = recomputed(model, prompt, completion.token_ids, temperature)
+        assert torch.allclose(torch.tensor(completion.logprobs), reference, atol=1e-4)
+        if completion.finish_reason == "stop":
+            assert completion.token_ids[-1] == tokenizer.eos_token_id
+        else:
+            assert len(completion.token_ids) == 24
+
+
+def test_raw_logprobs_ignore_the_temperature(model: Any, tokenizer: Any) -> None:
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id, logprobs_mode="raw_logprobs")
+    prompt = _prompts(tokenizer)[0]
+    [completion] = backend.generate([prompt], SamplingParams(max_tokens=8, temperature=0.5, seed=1))
+    assert torch.allclose(torch.tensor(completion.logprobs), recomputed(model, prompt, completion.token_ids, 1.0), atol=1e-4)
+
+
+def test_concurrent_async_requests_are_batched_and_each_gets_its_own_completion(model: Any, tokenizer: Any) -> None:
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id, batch_window_s=0.05)
+    calls: list[int] = []
+    original = backend._generate_batch
+
+    def counting(prompts: Any, params: Any) -> Any:
+        calls.append(len(prompts))
+        return original(prompts, params)
+
+    backend._generate_batch = counting  # type: ignore[method-assign]
+    prompts = _prompts(tokenizer)
+    params = SamplingParams(max_tokens=6, stop_token_ids=(tokenizer.eos_token_id,))
+
+    async def run() -> list[Completion]:
+        return await asyncio.gather(*(backend.agenerate(p, params) for p in prompts))
+
+    results = asyncio.run(run())
+    assert calls == [len(prompts)]
+    for prompt, completion in zip(prompts, results, strict=True):
+        assert torch.allclose(torch.tensor(completion.logprobs), recomputed(model, prompt, completion.token_ids, 1.0), atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("completion", "error", "message"),
+    [
+        (Completion([5, 6], [-0.1], "length"), LogprobError, "2 tokens but 1 logprobs"),
+        (Completion([5, 6], [-0.1, float("nan")], "length"), LogprobError, "token 1 .id 6. is nan"),
+        (Completion([5, 6], [-0.1, None], "length"), LogprobError, "token 1 .id 6. is None"),  # type: ignore[list-item]
+        (Completion([5, 6], [-0.1, float("-inf")], "length"), LogprobError, "is -inf"),
+        (Completion([5, 6], [-0.1, 0.5], "length"), LogprobError, "above 0"),
+        (Completion([5, 6], [-0.1, -0.2], "stop"), GenerationError, "not a stop token"),
+        (Completion([], [], "stop"), GenerationError, "empty completion"),
+    ],
+)
+def test_unusable_completions_are_refused(completion: Completion, error: type[Exception], message: str) -> None:
+    params = SamplingParams(max_tokens=4, stop_token_ids=(2,))
+    with pytest.raises(error, match=message):
+        check_completion(completion, params)
+
+
+def test_sampling_params_refuse_greedy_decoding() -> None:
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        SamplingParams(temperature=0.0)
+
+
+# --- the completions server and the vLLM client path, over real HTTP ---------------------------
+
+
+def test_the_client_gets_token_ids_and_processed_logprobs_over_http(model: Any, tokenizer: Any, completions_server: str) -> None:
+    client = CompletionsClient(completions_server)
+    client.check_server()
+    assert client.model() == "tiny"
+    prompts = _prompts(tokenizer)
+    params = SamplingParams(max_tokens=16, temperature=0.7, stop_token_ids=(tokenizer.eos_token_id,))
+    batch = client.generate(prompts, params)
+
+    async def one() -> Completion:
+        try:
+            return await client.agenerate(prompts[1], params)
+        finally:
+            await client.aclose()
+
+    single = asyncio.run(one())
+    for prompt, completion in [*zip(prompts, batch, strict=True), (prompts[1], single)]:
+        reference = recomputed(model, prompt, completion.token_ids, 0.7)
+        assert torch.allclose(torch.tensor(completion.logprobs), reference, atol=1e-4)
+    client.close()
+
+
+def test_a_server_reporting_raw_logprobs_is_refused(model: Any, tokenizer: Any) -> None:
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id, logprobs_mode="raw_logprobs")
+    with serve(create_completions_app(backend, tokenizer, model_name="tiny")) as url:
+        client = CompletionsClient(url)
+        with pytest.raises(ServerCompatibilityError, match="--logprobs-mode processed_logprobs"):
+            client.check_server()
+        client.close()
+
+
+def _canned_server(choice: dict[str, Any]) -> Any:
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"data": [{"id": "canned"}]}
+
+    @app.post("/v1/completions")
+    async def completions() -> dict[str, Any]:
+        return {"choices": [{"index": 0, **choice}]}
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("choice", "error", "message"),
+    [
+        ({"token_ids": [5, 2], "logprobs": None, "finish_reason": "stop"}, LogprobError, "without `logprobs.token_logprobs`"),
+        ({"token_ids": [5, 2], "logprobs": {"token_logprobs": [-0.1]}, "finish_reason": "stop"}, LogprobError, "2 tokens but 1 logprobs"),
+        ({"token_ids": [5, 2], "logprobs": {"token_logprobs": [-0.1, None]}, "finish_reason": "stop"}, LogprobError, "is None"),
+        (
+            {"token_ids": [5, 2], "logprobs": {"tokens": ["token_id:5", "token_id:9"], "token_logprobs": [-0.1, -0.2]}, "finish_reason": "stop"},
+            LogprobError,
+            "misaligned",
+        ),
+        ({"logprobs": {"tokens": ["a", "b"], "token_logprobs": [-0.1, -0.2]}, "finish_reason": "stop"}, ServerCompatibilityError, "no `token_ids`"),
+    ],
+)
+def test_the_client_refuses_answers_it_cannot_train_on(choice: dict[str, Any], error: type[Exception], message: str) -> None:
+    with serve(_canned_server(choice)) as url:
+        client = CompletionsClient(url)
+        with pytest.raises(error, match=message):
+            client.generate([[1, 2, 3]], SamplingParams(max_tokens=4, stop_token_ids=(2,)))
+        client.close()
+
+
+def test_token_ids_are_read_from_token_id_strings_when_the_server_gives_no_token_ids() -> None:
+    choice = {"logprobs": {"tokens": ["token_id:5", "token_id:2"], "token_logprobs": [-0.1, -0.2]}, "finish_reason": "stop"}
+    with serve(_canned_server(choice)) as url:
+        client = CompletionsClient(url)
+        [completion] = client.generate([[1, 2, 3]], SamplingParams(max_tokens=4, stop_token_ids=(2,)))
+        client.close()
+    assert completion.token_ids == [5, 2] and completion.logprobs == [-0.1, -0.2]
+    assert not any(math.isnan(x) for x in completion.logprobs)
+
+
+def test_the_server_answers_in_vllms_shape(completions_server: str, tokenizer: Any) -> None:
+    import httpx
+
+    prompt = _prompts(tokenizer)[0]
+    body = {"model": "tiny", "prompt": prompt, "max_tokens": 5, "n": 2, "logprobs": 2, "return_token_ids": True, "return_tokens_as_token_ids": True}
+    answer = httpx.post(f"{completions_server}/v1/completions", json=body, timeout=60).json()
+    assert [c["index"] for c in answer["choices"]] == [0, 1]
+    for choice in answer["choices"]:
+        assert choice["prompt_token_ids"] == prompt
+        assert choice["logprobs"]["tokens"] == [f"token_id:{t}" for t in choice["token_ids"]]
+        assert len(choice["logprobs"]["token_logprobs"]) == len(choice["token_ids"])
+        assert choice["finish_reason"] in ("stop", "length")
+    refused = httpx.post(f"{completions_server}/v1/completions", json={**body, "model": "other"}, timeout=60)
+    assert refused.status_code == 404
