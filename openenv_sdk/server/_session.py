@@ -27,7 +27,6 @@ from ..types import (
     ListToolsObservation,
     Observation,
     ResetRequest,
-    StepResult,
     ToolCallAction,
     ToolError,
     ToolErrorType,
@@ -316,14 +315,17 @@ def parse_tool_action(env_cls: type[Environment[Any, Any, Any]], data: dict[str,
 
 def serialize_observation(obs: Observation) -> dict[str, Any]:
     """OpenEnv's wire shape: the observation without done/reward, with reward, done and metadata
-    beside it (metadata kept in both places, as OpenEnv does)."""
+    beside it (metadata kept in both places, as OpenEnv does). The shape is `StepResult`'s; the
+    observation model has validated every field already, so the dict is built directly (hot path)."""
     if not isinstance(obs, Observation):
         raise ProtocolError(
             ErrorCode.EXECUTION_ERROR, f"reset/step must return an Observation, got {type(obs).__name__}"
         )
     body = obs.model_dump(mode="json", exclude={"done", "reward"})
-    out = StepResult(observation=body, reward=obs.reward, done=obs.done, metadata=obs.metadata or None)
-    return out.model_dump(exclude_none=False) if out.metadata else out.model_dump(exclude={"metadata"})
+    out: dict[str, Any] = {"observation": body, "reward": obs.reward, "done": obs.done}
+    if obs.metadata:
+        out["metadata"] = body["metadata"]
+    return out
 
 
 class SessionManager:
