@@ -16,6 +16,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from mini_swe_testkit import ENV_DIR, IS_ROOT, call, call_error, load_grader_module
@@ -70,11 +71,28 @@ def test_hidden_tests_and_gold_patch_cannot_be_read(client: GenericEnvClient) ->
         assert found == "[exit code 0]", f"{secret!r} is readable in: {found}"
 
 
+def _server_pids() -> list[int]:
+    """The pids of servers of this folder (seen from the host, which runs the tests as root)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if proc.name.isdigit() and b"serve" in argv and str(ENV_DIR).encode() in argv:
+            pids.append(int(proc.name))
+    return pids
+
+
 @needs_root
 def test_the_server_process_is_out_of_reach(client: GenericEnvClient) -> None:
-    script = "for pid in $(pgrep -u 0 -f 'openenv serve'); do cat /proc/$pid/environ; ls /proc/$pid/cwd; done"
+    pids = _server_pids()
+    assert pids, "the server of this folder was not found"
+    script = "; ".join(f"cat /proc/{pid}/environ; ls /proc/{pid}/cwd" for pid in pids)
     out = call(client, "run", command=script)
-    assert out.count("Permission denied") >= 2 and "PATH=" not in out, out
+    # Permission denied, or the pid is hidden from the sandbox user altogether (hidepid).
+    refused = out.count("Permission denied") + out.count("No such file")
+    assert refused >= 2 * len(pids) and "PATH=" not in out, out
 
 
 # --- writing the grader's files -------------------------------------------------------------
