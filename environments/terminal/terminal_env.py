@@ -44,6 +44,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.agents import AgentHost
 from openenv_sdk.manifest import Sandbox, load_manifest
 from openenv_sdk.sandbox import CommandResult, SandboxLimits, run_command
 
@@ -403,7 +404,7 @@ class TerminalState(State):
     submitted: bool = False
 
 
-class TerminalEnvironment(Environment[Action, TerminalObservation, TerminalState]):
+class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, TerminalState]):
     """Finish a task in a Linux shell (files, text, git, scripts, config, archives); checked host-side."""
 
     name = "terminal"
@@ -641,6 +642,32 @@ class TerminalEnvironment(Environment[Action, TerminalObservation, TerminalState
         }
 
     # --- internals ---------------------------------------------------------------------
+
+    # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---
+
+    def agent_exec(
+        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
+    ) -> CommandResult:
+        self._check_playing()
+        return self._run(command, stdin=stdin, timeout_s=timeout_s, extra_env=env, wrapped=False)
+
+    def agent_home(self) -> str:
+        self._check_playing()
+        assert self._session_dir is not None
+        return str(self._session_dir / "home")
+
+    def agent_workdir(self) -> str:
+        self._check_playing()
+        assert self._session_dir is not None
+        return str(self._session_dir / "work")
+
+    def agent_instruction(self) -> str:
+        self._check_playing()
+        assert self._task is not None and self._session_dir is not None
+        return (
+            f"{self._task.prompt.strip()}\n\nYour working directory is {self._session_dir / 'work'}: "
+            f"when you are done, the files there are checked. Nothing is interactive and there is no network."
+        )
 
     def _check_playing(self) -> None:
         if self._session_dir is None:

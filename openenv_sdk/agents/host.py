@@ -1,0 +1,113 @@
+"""`AgentHost`: lets an environment run an agent program in the episode's sandbox.
+
+A sandboxed environment mixes it in and says how its sandbox runs a command:
+
+    class TerminalEnvironment(AgentHost, Environment[...]):
+        def agent_exec(self, command, *, env, timeout_s, stdin=None) -> CommandResult: ...
+        def agent_home(self) -> str: ...
+        def agent_instruction(self) -> str: ...
+
+The orchestrator then runs an agent with `client.call("run_agent", launch=AgentLaunch(...))`:
+an orchestrator-only call (never an MCP tool, so the agent cannot start agents or read a
+launch's key). The call writes the task and the agent's config file, installs the agent once,
+runs it to completion under the sandbox's limits (killed after its timeout), and answers an
+`AgentRun` with the end of its output, the key scrubbed from it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..sandbox import CommandResult
+from ..tools import orchestrator
+from .spec import AgentLaunch, AgentRun, render_agent_command
+
+__all__ = ["AgentHost"]
+
+TAIL_CHARS = 8000
+_INSTALLED_MARKER = "/tmp/.openenv-agent-installed-{name}"  # per container (or host): install once
+
+
+class AgentHost:
+    """Mixin: the orchestrator-only call `run_agent` (see the module docstring)."""
+
+    def agent_exec(
+        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
+    ) -> CommandResult:
+        """Run a shell command as the agent would: in the episode's working directory, as the
+        sandbox user, under the sandbox's limits, with `env` added to the sandbox's environment."""
+        raise NotImplementedError(f"{type(self).__name__} must implement agent_exec() to host agents")
+
+    def agent_home(self) -> str:
+        """The agent's HOME (its config file's relative path starts here)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement agent_home() to host agents")
+
+    def agent_workdir(self) -> str:
+        """The directory the agent starts in; default its HOME."""
+        return self.agent_home()
+
+    def agent_instruction(self) -> str:
+        """The task as the agent reads it, when the launch gives none."""
+        raise NotImplementedError(f"{type(self).__name__} must implement agent_instruction() or launches must carry one")
+
+    @orchestrator
+    def run_agent(self, launch: dict[str, Any]) -> dict[str, Any]:
+        """Run an agent (an `AgentLaunch`) in this episode's sandbox to completion; returns an `AgentRun`."""
+        try:
+            parsed = AgentLaunch.model_validate(launch)
+        except ValidationError as e:
+            where = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_input=False))
+            raise ValueError(f"invalid agent launch: {where}") from None
+        return self._run_launch(parsed).model_dump()
+
+    def _run_launch(self, launch: AgentLaunch) -> AgentRun:
+        spec = launch.spec
+        home = self.agent_home()
+        task_file = f"{home}/.openenv/task.md"
+        run, install, env, config = render_agent_command(
+            launch, workdir=self.agent_workdir(), task_file=task_file, python=sys.executable
+        )
+        secret = launch.api_key.get_secret_value()
+        instruction = launch.instruction if launch.instruction is not None else self.agent_instruction()
+        files = [(task_file, instruction)]
+        files += [(path if path.startswith("/") else f"{home}/{path}", text) for path, text in spec.files.items()]
+        if spec.config_path is not None and config is not None:
+            path = spec.config_path if spec.config_path.startswith("/") else f"{home}/{spec.config_path}"
+            files.append((path, config))
+        for path, text in files:
+            wrote = self.agent_exec(
+                f'mkdir -p "$(dirname {shlex.quote(path)})" && cat > {shlex.quote(path)}', env={}, timeout_s=30.0, stdin=text
+            )
+            if wrote.exit_code != 0:
+                raise RuntimeError(f"could not write {path} in the sandbox: {_scrub(wrote.stderr, secret)[-500:]}")
+        install_code = None
+        if install:
+            marker = _INSTALLED_MARKER.format(name=spec.name)
+            done = self.agent_exec(
+                f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}", env=env, timeout_s=spec.install_timeout_s
+            )
+            install_code = done.exit_code
+            if done.exit_code != 0 or done.timed_out:
+                return _report(spec.name, done, secret, install_code=install_code)
+        result = self.agent_exec(run, env=env, timeout_s=launch.effective_timeout_s)
+        return _report(spec.name, result, secret, install_code=install_code)
+
+
+def _scrub(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def _report(name: str, result: CommandResult, secret: str, *, install_code: int | None) -> AgentRun:
+    return AgentRun(
+        agent=name,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration_s=result.duration_s,
+        stdout_tail=_scrub(result.stdout, secret)[-TAIL_CHARS:],
+        stderr_tail=_scrub(result.stderr, secret)[-TAIL_CHARS:],
+        install_exit_code=install_code,
+    )

@@ -1,0 +1,485 @@
+"""The interception server: an OpenAI-compatible chat endpoint per rollout, answered by the trainer.
+
+A black-box agent (a CLI program in the environment's sandbox) makes its own model calls. For
+training, each rollout gets a base URL and a secret:
+
+    POST /rollout/{rollout_id}/v1/chat/completions     Authorization: Bearer <secret>
+
+A request waits in the rollout's queue until the trainer takes it (`Rollout.next_request`),
+generates the answer with the policy, and `respond`s; the agent then gets an ordinary
+`chat.completion` (or its streamed form). Every wait is bounded: a request the trainer does not
+answer within `request_timeout_s` gets a 504, and a rollout that is closed answers 410, so an
+agent never hangs on the server.
+
+A request without the secret, with a wrong one, or with another rollout's, gets 401; the
+secret is compared in constant time and never logged. Host tools (an allowlist given per
+rollout) are reached at `POST /rollout/{rollout_id}/v1/tools/{name}`; the names `reset`,
+`step`, `state` and `close` can never be host tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hmac
+import inspect
+import itertools
+import json
+import logging
+import queue
+import secrets
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["InterceptedRequest", "InterceptionServer", "Rollout", "RolloutClosed"]
+
+logger = logging.getLogger(__name__)
+
+RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
+
+
+class RolloutClosed(Exception):
+    """The rollout ended (its agent exited or was stopped): no more requests, no answers."""
+
+
+class ChatRequest(BaseModel):
+    """The part of an OpenAI chat-completions request the trainer reads; the rest is kept as is."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    stream: bool = False
+    n: int = Field(default=1, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0)
+
+
+@dataclass
+class InterceptedRequest:
+    """One model call of an agent, waiting for the trainer's answer."""
+
+    rollout_id: str
+    index: int
+    """The call's number within its rollout, from 0."""
+    body: ChatRequest
+    received_at: float = field(default_factory=time.time)
+    _answer: concurrent.futures.Future[dict[str, Any]] = field(default_factory=concurrent.futures.Future, repr=False)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.messages
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        return self.body.tools
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.body.max_completion_tokens or self.body.max_tokens
+
+    @property
+    def answered(self) -> bool:
+        return self._answer.done()
+
+    def respond(
+        self,
+        message: Mapping[str, Any],
+        *,
+        finish_reason: str | None = None,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+    ) -> None:
+        """Answer the agent with an assistant message (`content` and/or `tool_calls`). Thread-safe.
+
+        Tool call arguments may be dicts; they are sent as JSON strings, as OpenAI does.
+        """
+        calls = []
+        for i, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function", call)
+            arguments = function.get("arguments", {})
+            calls.append(
+                {
+                    "id": call.get("id") or f"call_{self.index}_{i}_{uuid.uuid4().hex[:8]}",
+                    "type": "function",
+                    "function": {
+                        "name": function.get("name", ""),
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                    },
+                }
+            )
+        out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if calls:
+            out["tool_calls"] = calls
+        reason = finish_reason or ("tool_calls" if calls else "stop")
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if not self._answer.done():
+            self._answer.set_result({"message": out, "finish_reason": reason, "usage": usage})
+
+    def fail(self, status: int, message: str) -> None:
+        """Answer the agent with an error (e.g. 500 when generation failed). Thread-safe."""
+        if not self._answer.done():
+            self._answer.set_exception(_HTTPFailure(status, message))
+
+
+class _HTTPFailure(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Rollout:
+    """One episode's endpoint: its id, its secret, and the queue of its agent's model calls."""
+
+    def __init__(
+        self,
+        server: InterceptionServer,
+        rollout_id: str,
+        secret: str,
+        tools: Mapping[str, Callable[..., Any]],
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self.server = server
+        self.id = rollout_id
+        self.secret = secret
+        self.tools = dict(tools)
+        self.closed = False
+        self.requests: list[InterceptedRequest] = []
+        """Every request received, in order (answered or not)."""
+        self._loop = loop
+        self._aqueue: asyncio.Queue[InterceptedRequest | None] | None = asyncio.Queue() if loop is not None else None
+        self._queue: queue.Queue[InterceptedRequest | None] = queue.Queue()
+        self._counter = itertools.count()
+
+    def __repr__(self) -> str:  # the secret stays out of reprs and logs
+        return f"Rollout({self.id!r}, requests={len(self.requests)}, closed={self.closed})"
+
+    def base_url(self, host: str | None = None) -> str:
+        """The OpenAI base URL (ending in `/v1`) an agent uses; `host` as the agent reaches the server."""
+        return f"http://{host or self.server.host}:{self.server.port}/rollout/{self.id}/v1"
+
+    async def next_request(self, timeout_s: float | None = None) -> InterceptedRequest | None:
+        """The next model call (waits at most `timeout_s`); None once the rollout is closed.
+
+        Raises:
+            TimeoutError: no call came within `timeout_s`.
+        """
+        if self._aqueue is None:
+            raise RuntimeError("this rollout was opened without an event loop: use next_request_blocking()")
+        item = await asyncio.wait_for(self._aqueue.get(), timeout_s)
+        if item is None:
+            self._aqueue.put_nowait(None)  # stays closed for later callers
+        return item
+
+    def next_request_blocking(self, timeout_s: float | None = None) -> InterceptedRequest | None:
+        """`next_request` for sync callers.
+
+        Raises:
+            TimeoutError: no call came within `timeout_s`.
+        """
+        if self._aqueue is not None:
+            raise RuntimeError("this rollout belongs to an event loop: await next_request()")
+        try:
+            item = self._queue.get(timeout=timeout_s)
+        except queue.Empty:
+            raise TimeoutError(f"no model call of rollout {self.id} within {timeout_s} s") from None
+        if item is None:
+            self._queue.put_nowait(None)
+        return item
+
+    def close(self) -> None:
+        """End the rollout: waiting and later requests get 410. Safe to call twice."""
+        self.server.close_rollout(self.id)
+
+    # server side
+    def _deliver(self, item: InterceptedRequest | None) -> None:
+        if self._aqueue is not None and self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(self._aqueue.put_nowait, item)
+            except RuntimeError:  # the consumer's loop is gone: nobody will answer
+                if item is not None:
+                    item.fail(410, f"rollout {self.id} has no consumer")
+        else:
+            self._queue.put_nowait(item)
+
+    def _new_request(self, body: ChatRequest) -> InterceptedRequest:
+        request = InterceptedRequest(self.id, next(self._counter), body)
+        self.requests.append(request)
+        return request
+
+
+class InterceptionServer:
+    """Serves rollouts' chat endpoints and host tools on one port, on a thread of its own.
+
+    Example:
+        >>> server = InterceptionServer().start()  # doctest: +SKIP
+        >>> rollout = server.open_rollout()
+        >>> rollout.base_url()
+        'http://127.0.0.1:43127/rollout/3f2a.../v1'
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        request_timeout_s: float = 600.0,
+        tool_timeout_s: float = 60.0,
+        max_body_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
+        """Describe the server; nothing listens until `start()`.
+
+        Args:
+            host: the address to listen on. Agents in containers on the SDK's internal network
+                reach the host at that network's gateway (`DockerProvider.host_address`); listen
+                there or on `0.0.0.0`.
+            port: the port; 0 picks a free one.
+            request_timeout_s: the longest a model call waits for the trainer's answer (then 504).
+            tool_timeout_s: the longest a host tool may run (then 504).
+            max_body_bytes: requests larger than this are refused (413).
+        """
+        self.host = host
+        self.port = port
+        self.request_timeout_s = request_timeout_s
+        self.tool_timeout_s = tool_timeout_s
+        self.max_body_bytes = max_body_bytes
+        self._rollouts: dict[str, Rollout] = {}
+        self._closed_ids: set[str] = set()  # so a late request of an ended rollout gets 410, not 404
+        self._lock = threading.Lock()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> InterceptionServer:
+        """Start listening (returns once the port accepts connections)."""
+        import uvicorn
+
+        if self._thread is not None:
+            return self
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app(), log_level="warning", access_log=False, timeout_keep_alive=30)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="openenv-interception", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the interception server did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Close every rollout and stop the server. Safe to call twice."""
+        for rollout_id in list(self._rollouts):
+            self.close_rollout(rollout_id)
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self._server = self._thread = None
+
+    def open_rollout(
+        self,
+        *,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+        rollout_id: str | None = None,
+    ) -> Rollout:
+        """A new rollout with a fresh secret. Called from a running event loop, the rollout's
+        requests are awaited on that loop (`await next_request()`); otherwise they are taken with
+        `next_request_blocking()`.
+
+        Args:
+            tools: host tools the agent may call (name -> function of keyword arguments).
+            rollout_id: the id; default a random one.
+
+        Raises:
+            ValueError: a tool is named `reset`, `step`, `state` or `close`, or the id is taken.
+        """
+        tools = dict(tools or {})
+        reserved = sorted(RESERVED_TOOL_NAMES & tools.keys())
+        if reserved:
+            raise ValueError(f"{reserved} are the orchestrator's verbs and can never be host tools of an agent")
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        rollout_id = rollout_id or uuid.uuid4().hex
+        with self._lock:
+            if rollout_id in self._rollouts:
+                raise ValueError(f"rollout {rollout_id!r} is already open")
+            rollout = Rollout(self, rollout_id, secrets.token_urlsafe(32), tools, loop)
+            self._rollouts[rollout_id] = rollout
+        return rollout
+
+    def close_rollout(self, rollout_id: str) -> None:
+        """Close a rollout: its waiting requests get 410, its queue yields None. Safe to call twice."""
+        with self._lock:
+            rollout = self._rollouts.pop(rollout_id, None)
+            if rollout is not None:
+                self._closed_ids.add(rollout_id)
+        if rollout is None or rollout.closed:
+            return
+        rollout.closed = True
+        for request in rollout.requests:
+            request.fail(410, f"rollout {rollout_id} has ended")
+        rollout._deliver(None)
+
+    def rollout(self, rollout_id: str) -> Rollout | None:
+        return self._rollouts.get(rollout_id)
+
+    # --- the HTTP app -------------------------------------------------------------------------
+
+    def app(self) -> FastAPI:
+        app = FastAPI(title="openenv interception", openapi_url=None, docs_url=None, redoc_url=None)
+
+        def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+            return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+        def authorize(request: Request, rollout_id: str) -> Rollout | JSONResponse:
+            rollout = self._rollouts.get(rollout_id)
+            header = request.headers.get("authorization", "")
+            given = header[7:].strip() if header[:7].lower() == "bearer " else request.headers.get("api-key", "")
+            if not given:
+                return error(401, "missing credentials: send the rollout's secret as `Authorization: Bearer <secret>`", "authentication_error")
+            if rollout is None:
+                return error(404 if rollout_id not in self._closed_ids else 410, f"no open rollout {rollout_id!r}", "not_found_error")
+            if not hmac.compare_digest(given.encode(), rollout.secret.encode()):
+                return error(401, f"the secret is not rollout {rollout_id!r}'s", "authentication_error")
+            return rollout
+
+        async def body_of(request: Request) -> dict[str, Any] | JSONResponse:
+            raw = await request.body()
+            if len(raw) > self.max_body_bytes:
+                return error(413, f"the request has {len(raw)} bytes; at most {self.max_body_bytes} are accepted")
+            try:
+                data = json.loads(raw or b"{}")
+            except ValueError as e:
+                return error(400, f"the body is not JSON: {e}")
+            if not isinstance(data, dict):
+                return error(400, "the body must be a JSON object")
+            return data
+
+        @app.get("/health")
+        async def health() -> dict[str, Any]:
+            return {"status": "ok", "rollouts": len(self._rollouts)}
+
+        @app.get("/rollout/{rollout_id}/v1/models")
+        async def models(rollout_id: str, request: Request) -> Any:
+            rollout = authorize(request, rollout_id)
+            if isinstance(rollout, JSONResponse):
+                return rollout
+            return {"object": "list", "data": [{"id": "policy", "object": "model", "owned_by": "openenv"}]}
+
+        @app.post("/rollout/{rollout_id}/v1/chat/completions")
+        async def chat(rollout_id: str, request: Request) -> Any:
+            rollout = authorize(request, rollout_id)
+            if isinstance(rollout, JSONResponse):
+                return rollout
+            data = await body_of(request)
+            if isinstance(data, JSONResponse):
+                return data
+            try:
+                body = ChatRequest.model_validate(data)
+            except ValidationError as e:
+                where = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+                return error(400, f"invalid chat request: {where}")
+            if body.n != 1:
+                return error(400, "n > 1 is not supported: each model call is one sample of the policy")
+            if rollout.closed:
+                return error(410, f"rollout {rollout_id} has ended")
+            intercepted = rollout._new_request(body)
+            rollout._deliver(intercepted)
+            try:
+                answer = await asyncio.wait_for(asyncio.wrap_future(intercepted._answer), self.request_timeout_s)
+            except TimeoutError:
+                intercepted.fail(504, "timed out")
+                return error(504, f"the trainer did not answer within {self.request_timeout_s} s", "timeout_error")
+            except _HTTPFailure as e:
+                return error(e.status, e.message, "server_error" if e.status >= 500 else "invalid_request_error")
+            model = body.model or "policy"
+            completion_id = f"chatcmpl-{rollout_id[:8]}-{intercepted.index}"
+            created = int(time.time())
+            if not body.stream:
+                return {
+                    "id": completion_id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "message": answer["message"], "finish_reason": answer["finish_reason"], "logprobs": None}],
+                    "usage": answer["usage"],
+                }
+            return StreamingResponse(_sse(completion_id, created, model, answer), media_type="text/event-stream")
+
+        @app.post("/rollout/{rollout_id}/v1/tools/{name}")
+        async def host_tool(rollout_id: str, name: str, request: Request) -> Any:
+            rollout = authorize(request, rollout_id)
+            if isinstance(rollout, JSONResponse):
+                return rollout
+            if name in RESERVED_TOOL_NAMES:
+                return error(403, f"{name!r} is an orchestrator verb; agents cannot call it", "permission_error")
+            function = rollout.tools.get(name)
+            if function is None:
+                return error(404, f"no host tool {name!r}; this rollout allows {sorted(rollout.tools)}", "not_found_error")
+            data = await body_of(request)
+            if isinstance(data, JSONResponse):
+                return data
+            arguments = data.get("arguments", data)
+            if not isinstance(arguments, dict):
+                return error(400, "the tool's arguments must be a JSON object")
+            try:
+                if inspect.iscoroutinefunction(function):
+                    result = await asyncio.wait_for(function(**arguments), self.tool_timeout_s)
+                else:
+                    result = await asyncio.wait_for(asyncio.to_thread(function, **arguments), self.tool_timeout_s)
+            except TimeoutError:
+                return error(504, f"host tool {name!r} ran past {self.tool_timeout_s} s", "timeout_error")
+            except TypeError as e:
+                return error(400, f"bad arguments for host tool {name!r}: {e}")
+            except Exception as e:  # noqa: BLE001 - the tool's failure is the agent's to see
+                return error(500, f"host tool {name!r} failed: {type(e).__name__}: {e}", "server_error")
+            return {"result": result}
+
+        return app
+
+
+async def _sse(completion_id: str, created: int, model: str, answer: dict[str, Any]) -> Any:
+    """The answer as OpenAI's streamed chunks: one delta with everything, then the finish."""
+    message = answer["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
+    yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]})}\n\n"
+    final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": answer["finish_reason"]}], "usage": answer["usage"]}
+    yield f"data: {json.dumps(final)}\n\n"
+    yield "data: [DONE]\n\n"
