@@ -35,7 +35,7 @@ export HF_HUB_OFFLINE=1
 if [ -d trainers ]; then
   [ -x .venv-trainers/bin/python ] || python3 -m venv .venv-trainers
   .venv-trainers/bin/pip install -q --disable-pip-version-check torch==2.13.0
-  .venv-trainers/bin/pip install -q --disable-pip-version-check -e . -e "trainers[dev]"
+  .venv-trainers/bin/pip install -q --disable-pip-version-check -e ".[docker]" -e "trainers[dev]"
   (cd trainers && ../.venv-trainers/bin/python -m pytest "$@")
 fi
 

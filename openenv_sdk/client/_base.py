@@ -8,13 +8,14 @@ episode record (`Trajectory`).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import json
 import logging
 import math
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 from urllib.parse import quote, urlsplit
@@ -273,6 +274,17 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
     def provider(self) -> Provider | None:
         """The provider that runs the server, when the client was given one (or `env_dir`/`image`)."""
         return self._provider
+
+    @contextlib.contextmanager
+    def request_timeout(self, timeout_s: float) -> Iterator[None]:
+        """Within the block, a reply may take up to `timeout_s` seconds instead of the client's
+        `timeout_s` (e.g. an orchestrator call that runs an agent to completion)."""
+        previous = self._timeout_s
+        self._timeout_s = _check_timeout("timeout_s", timeout_s)
+        try:
+            yield
+        finally:
+            self._timeout_s = previous
 
     @property
     def is_closed(self) -> bool:

@@ -187,6 +187,22 @@ class DockerProvider(Provider):
                 exit_code=code,
             )
 
+    @property
+    def host_address(self) -> str | None:
+        """The address at which processes in the container reach the host (its network's gateway),
+        e.g. for a trainer's interception server listening on it or on `0.0.0.0`; `None` before
+        `start()`. On the internal network (policy `none`) that is all the container reaches."""
+        container = self._container
+        if container is None:
+            return None
+        container.reload()
+        networks = container.attrs.get("NetworkSettings", {}).get("Networks", {}) or {}
+        for settings in networks.values():
+            gateway = (settings or {}).get("Gateway")
+            if gateway:
+                return str(gateway)
+        return None
+
     def logs_tail(self, lines: int = _LOG_TAIL_LINES) -> list[str]:
         """The last `lines` lines of the container's output (stdout and stderr)."""
         container = self._container

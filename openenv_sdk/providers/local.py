@@ -125,6 +125,11 @@ class LocalProcessProvider(Provider):
         return self._base_url
 
     @property
+    def host_address(self) -> str:
+        """The address at which the server's processes reach this host: loopback (same machine)."""
+        return "127.0.0.1"
+
+    @property
     def pid(self) -> int | None:
         """The server process's id (also its process group's), or `None`."""
         return self._process.pid if self._process is not None else None

@@ -52,6 +52,7 @@ from ._aio import LoopThread
 from .advantages import GroupFilter, group_advantages
 from .chat import tool_schemas
 from .episode import EpisodeConfig, EpisodeResult, run_episode
+from .intercept.episode import Segment, rows_of
 from .errors import (
     AccountingError,
     GenerationError,
@@ -205,6 +206,7 @@ class EnvRolloutWorker:
         tasks: Iterable[Mapping[str, Any]],
         rubric: Any | None = None,
         config: WorkerConfig | None = None,
+        episode_runner: Any | None = None,
     ) -> None:
         """Describe the worker; nothing runs until `start()`.
 
@@ -216,6 +218,9 @@ class EnvRolloutWorker:
                 cycled through; a `datasets.Dataset` works.
             rubric: the host-side grader; default the one the first source's `openenv.yaml` names.
             config: limits, filters and resilience settings.
+            episode_runner: runs one episode instead of the tool-calling loop (`run_episode`),
+                with the same arguments plus `host_address`; e.g. `intercept.AgentEpisodeRunner`
+                for a black-box agent whose model calls are intercepted.
         """
         self.sources = [sources] if isinstance(sources, EnvSource) else list(sources)
         if not self.sources:
@@ -225,6 +230,7 @@ class EnvRolloutWorker:
         self.tasks = tasks
         self.rubric = rubric if rubric is not None else self.sources[0].grader()
         self.config = config or WorkerConfig()
+        self.episode_runner = episode_runner
         self.rollout_buffer: queue.Queue[Any] = queue.Queue(maxsize=self.config.buffer_size)
         self.metrics_queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=4096)
         self._sample_type = rollout_sample_type()
@@ -467,9 +473,13 @@ class EnvRolloutWorker:
         rewards = [e.reward for e in kept]
         advantages = group_advantages(rewards, scale=cfg.scale_advantages)
         reward_std = float(np.std(rewards))
+        samples = 0
         for episode, advantage in zip(kept, advantages, strict=True):
-            await self._put(self._sample(episode, advantage, version, group_id, reward_std))
-        self._count("samples", len(kept))
+            # One row per segment: a black-box agent's episode may hold several conversations.
+            for row in rows_of(episode):
+                await self._put(self._sample(episode, row, advantage, version, group_id, reward_std))
+                samples += 1
+        self._count("samples", samples)
 
     def _task_of(self, row: Mapping[str, Any], group_id: int) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
         prompt = row.get("prompt")
@@ -497,8 +507,13 @@ class EnvRolloutWorker:
                 made_at, session = await state.acquire()
                 healthy = False
                 try:
+                    runner: Any = run_episode
+                    extra: dict[str, Any] = {}
+                    if self.episode_runner is not None:
+                        runner = self.episode_runner
+                        extra["host_address"] = getattr(state.source.provider, "host_address", None)
                     result = await asyncio.wait_for(
-                        run_episode(
+                        runner(
                             session,
                             self.backend,
                             self.tokenizer,
@@ -508,6 +523,7 @@ class EnvRolloutWorker:
                             rubric=self.rubric,
                             config=self.config.episode,
                             seed=seed,
+                            **extra,
                         ),
                         self.config.episode_timeout_s,
                     )
@@ -549,14 +565,16 @@ class EnvRolloutWorker:
             await asyncio.sleep(self.config.poll_interval_s * 5)
         return None
 
-    def _sample(self, episode: EpisodeResult, advantage: float, version: int, group_id: int, reward_std: float) -> Any:
-        prompt_len = len(episode.prompt_ids)
+    def _sample(
+        self, episode: EpisodeResult, row: Segment, advantage: float, version: int, group_id: int, reward_std: float
+    ) -> Any:
+        prompt_len = len(row.prompt_ids)
         return self._sample_type(
-            prompt=episode.messages[: episode.prompt_message_count],
-            completion=episode.completion_messages,
-            input_ids=np.asarray(episode.input_ids, dtype=np.int64),
-            completion_mask=np.asarray([0] * prompt_len + episode.completion_mask, dtype=np.int64),
-            old_log_probs=np.asarray([math.nan] * prompt_len + episode.completion_logprobs, dtype=np.float32),
+            prompt=row.messages[: row.prompt_message_count],
+            completion=row.messages[row.prompt_message_count :],
+            input_ids=np.asarray(row.input_ids, dtype=np.int64),
+            completion_mask=np.asarray([0] * prompt_len + row.completion_mask, dtype=np.int64),
+            old_log_probs=np.asarray([math.nan] * prompt_len + row.completion_logprobs, dtype=np.float32),
             advantage=float(advantage),
             model_version=version,
             group_id=group_id,
@@ -564,8 +582,8 @@ class EnvRolloutWorker:
                 "reward": episode.reward,
                 "reward_std": reward_std,
                 **{f"rewards/{k}": v for k, v in episode.reward_components.items()},
-                "episode/completion_tokens": float(len(episode.completion_ids)),
-                "episode/sampled_tokens": float(sum(episode.completion_mask)),
+                "episode/completion_tokens": float(len(row.completion_ids)),
+                "episode/sampled_tokens": float(sum(row.completion_mask)),
                 "episode/turns": float(episode.turns),
                 "tools/call_frequency": float(episode.tool_calls),
                 "tools/failure_frequency": episode.tool_errors / episode.tool_calls if episode.tool_calls else 0.0,
