@@ -40,15 +40,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["InterceptedRequest", "InterceptionServer", "Rollout", "RolloutClosed"]
+__all__ = ["InterceptedRequest", "InterceptionServer", "Rollout"]
 
 logger = logging.getLogger(__name__)
 
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
-
-
-class RolloutClosed(Exception):
-    """The rollout ended (its agent exited or was stopped): no more requests, no answers."""
 
 
 class ChatRequest(BaseModel):
