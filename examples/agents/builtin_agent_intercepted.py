@@ -23,14 +23,19 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-from openenv_sdk.agents import BUILTIN_AGENT
-from openenv_sdk.client import AsyncGenericEnvClient
 from openenv_trainers.generation import TransformersBackend
 from openenv_trainers.generation.base import SamplingParams
-from openenv_trainers.intercept import AgentEpisodeConfig, InterceptionServer, run_agent_episode
+from openenv_trainers.intercept import (
+    AgentEpisodeConfig,
+    InterceptionServer,
+    run_agent_episode,
+)
 from openenv_trainers.sources import load_grader
 from rich.console import Console
 from rich.table import Table
+
+from openenv_sdk.agents import BUILTIN_AGENT
+from openenv_sdk.client import AsyncGenericEnvClient
 
 REPO = Path(__file__).resolve().parents[2]
 TERMINAL = REPO / "environments" / "terminal"

@@ -4,7 +4,8 @@
     EnvironmentFactory    TRL `GRPOTrainer(environment_factory=...)`: the environment's MCP tools as methods
     EnvRolloutFunc        TRL `GRPOTrainer(rollout_func=...)`: multi-turn episodes with exact token accounting
     EnvRolloutWorker      TRL async GRPO `rollout_worker`: groups of episodes as `RolloutSample`s
-    TokenLedger           one conversation as the exact tokens the policy saw (mask, logprobs)
+    TokenLedger           one conversation as the exact tokens the policy saw (mask, logprobs, tool outputs)
+    ToolOutputSFT         the supervised term on tool outputs; `SFTOnToolOutputsGRPOTrainer` adds it to GRPO
     TransformersBackend   sampling in process; `CompletionsClient` for vLLM's `/v1/completions`
 
 Imports are lazy: `import openenv_trainers` does not import torch or TRL.
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     )
     from .generation.client import CompletionsClient
     from .rollout import EnvRolloutFunc, env_reward
+    from .sft import SFTOnToolOutputsGRPOTrainer, ToolOutputSFT, tool_output_sft_loss
     from .sources import EnvSource, load_grader
     from .tasks import split_task, task_prompt, task_row
     from .trl_env import EnvironmentFactory
@@ -60,9 +62,11 @@ _EXPORTS = {
     "GenerationError": ".errors",
     "GroupFilter": ".advantages",
     "LogprobError": ".errors",
+    "SFTOnToolOutputsGRPOTrainer": ".sft",
     "SamplingParams": ".generation",
     "ServerCompatibilityError": ".errors",
     "TokenLedger": ".accounting",
+    "ToolOutputSFT": ".sft",
     "TrainerError": ".errors",
     "TransformersBackend": ".generation",
     "WorkerConfig": ".worker",
@@ -76,6 +80,7 @@ _EXPORTS = {
     "split_task": ".tasks",
     "task_prompt": ".tasks",
     "task_row": ".tasks",
+    "tool_output_sft_loss": ".sft",
     "training_chat_template": ".accounting",
 }
 
@@ -95,9 +100,11 @@ __all__ = [
     "GenerationError",
     "GroupFilter",
     "LogprobError",
+    "SFTOnToolOutputsGRPOTrainer",
     "SamplingParams",
     "ServerCompatibilityError",
     "TokenLedger",
+    "ToolOutputSFT",
     "TrainerError",
     "TransformersBackend",
     "WorkerConfig",
@@ -111,6 +118,7 @@ __all__ = [
     "split_task",
     "task_prompt",
     "task_row",
+    "tool_output_sft_loss",
     "training_chat_template",
 ]
 

@@ -17,12 +17,26 @@ template does to older turns. What the difference needs is a *prefix-preserving*
 drops old reasoning, for instance), `training_chat_template` gives TRL's prefix-preserving
 training variant, and `add_messages` checks the property every turn and raises
 `AccountingError` where it fails rather than train on a misaligned sequence.
+
+Tool outputs. Among the environment tokens, the *body* of each tool message (its content text,
+not the template's scaffolding around it such as `<|im_start|>user\n<tool_response>\n`) is
+marked with the tool's name, for the optional supervised term on tool outputs (`sft`):
+`tool_output_mask(tool_names)` is 1 on those tokens. The bodies are found by rendering the same
+conversation as text, once as it is and once with each tool message's content replaced by a
+marker: the text between the markers is the scaffolding, so each body's character span is known
+exactly; the text is then tokenized with character offsets, and a token is a body token when its
+span lies inside a body's span. This relies on two things, both checked: the template writes the
+content verbatim (or stripped of surrounding whitespace), and tokenizing the rendered text gives
+the very tokens the template rendered. Where either fails, that step's tool outputs get no body
+tokens (they are simply not trained on), a `RuntimeWarning` says why, and
+`unlocated_tool_outputs` counts such steps: the RL accounting itself is never affected.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .errors import AccountingError
@@ -58,6 +72,8 @@ class TokenLedger:
 
     `logprobs[i]` is the sampling logprob of `ids[i]` where `mask[i] == 1`, and NaN elsewhere
     (prompt and environment tokens have none; NaN makes any use of them visible).
+    `tool_output_names[i]` is the name of the tool whose output body `ids[i]` belongs to, and
+    None on every other token (see `tool_output_mask`).
     """
 
     def __init__(
@@ -90,6 +106,9 @@ class TokenLedger:
         self.ids: list[int] = list(self.prompt_ids)
         self.mask: list[int] = [0] * len(self.ids)
         self.logprobs: list[float] = [math.nan] * len(self.ids)
+        self.tool_output_names: list[str | None] = [None] * len(self.ids)
+        self.unlocated_tool_outputs = 0
+        """Steps whose tool-output bodies could not be located (they have no tool-output tokens)."""
         self._open_turn = True  # the ledger ends with a generation prompt
 
     @property
@@ -110,8 +129,33 @@ class TokenLedger:
         return self.logprobs[len(self.prompt_ids) :]
 
     @property
+    def completion_tool_output_names(self) -> list[str | None]:
+        return self.tool_output_names[len(self.prompt_ids) :]
+
+    @property
     def sampled_count(self) -> int:
         return sum(self.mask)
+
+    def tool_output_mask(self, tool_names: Collection[str] | None = None) -> list[int]:
+        """1 on the tool-output body tokens of the named tools, 0 elsewhere (parallel to `ids`).
+
+        Args:
+            tool_names: the tools whose outputs count; None counts every tool. A tool message
+                whose tool cannot be named (no `name`, no matching `tool_call_id`) has the name "".
+
+        Raises:
+            TypeError: `tool_names` is a single string (give a collection of names).
+        """
+        if isinstance(tool_names, str):
+            raise TypeError(f"tool_names is a collection of names, not one string: use ({tool_names!r},)")
+        if tool_names is None:
+            return [int(name is not None) for name in self.tool_output_names]
+        wanted = set(tool_names)
+        return [int(name is not None and name in wanted) for name in self.tool_output_names]
+
+    def completion_tool_output_mask(self, tool_names: Collection[str] | None = None) -> list[int]:
+        """`tool_output_mask` over the completion (parallel to `completion_ids`)."""
+        return self.tool_output_mask(tool_names)[len(self.prompt_ids) :]
 
     def add_sampled(self, token_ids: Sequence[int], logprobs: Sequence[float], message: dict[str, Any]) -> None:
         """Append one sampled assistant turn exactly as sampled, and its parsed message.
@@ -127,13 +171,16 @@ class TokenLedger:
         self.ids += list(token_ids)
         self.mask += [1] * len(token_ids)
         self.logprobs += [float(x) for x in logprobs]
+        self.tool_output_names += [None] * len(token_ids)
         self.messages.append(dict(message))
         self._open_turn = False
 
     def add_messages(self, messages: Sequence[dict[str, Any]]) -> list[int]:
         """Append the environment's messages (tool results) and the next generation prompt.
 
-        The last sampled turn must have ended with an end-of-turn token.
+        The last sampled turn must have ended with an end-of-turn token. The body tokens of
+        each `tool` message are marked with its tool's name (see the module docstring); where
+        they cannot be located, a `RuntimeWarning` is issued and none are marked.
 
         Returns:
             The tokens appended (mask 0).
@@ -162,13 +209,116 @@ class TokenLedger:
         ends = [i for i, t in enumerate(before) if t in self.end_of_turn_ids]
         if not ends:
             raise AccountingError("the rendered history has no end-of-turn token after the assistant's turn")
-        added = before[ends[-1] + 1 :] + after[len(before) :]
+        first = ends[-1] + 1
+        added = after[first:]  # == before[first:] + after[len(before):], as after extends before
+        names = self._locate_tool_outputs(list(messages), after, first=first)
         self.ids += added
         self.mask += [0] * len(added)
         self.logprobs += [math.nan] * len(added)
+        self.tool_output_names += names
         self.messages += [dict(m) for m in messages]
         self._open_turn = True
         return added
+
+    def _locate_tool_outputs(self, messages: list[dict[str, Any]], rendered: list[int], *, first: int) -> list[str | None]:
+        """The tool name on each body token of `rendered[first:]`, None elsewhere."""
+        names: list[str | None] = [None] * (len(rendered) - first)
+        if not any(m.get("role") == "tool" for m in messages):
+            return names
+        try:
+            text, spans = self._tool_body_spans(messages)
+            offsets = self._offsets(text, rendered)
+        except _Unlocated as e:
+            # Not an AccountingError: the sequence itself is right, only the optional SFT mask
+            # is missing for this step, so training goes on without SFT on these outputs.
+            self.unlocated_tool_outputs += 1
+            warnings.warn(
+                f"the tool outputs of this step cannot be located in its tokens ({e}): they get no tool-output "
+                f"mask, so no SFT term",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return names
+        for j in range(first, len(rendered)):
+            start, end = offsets[j]
+            if end <= start:
+                continue
+            for body_start, body_end, name in spans:
+                if body_start <= start and end <= body_end:
+                    names[j - first] = name
+                    break
+        return names
+
+    def _tool_body_spans(self, messages: list[dict[str, Any]]) -> tuple[str, list[tuple[int, int, str]]]:
+        """The rendered text of history + `messages` (with the generation prompt), and the
+        character span and tool name of each new tool message's body in it.
+
+        Raises:
+            _Unlocated: the template does not write each tool message's content verbatim.
+        """
+        text = self._render_text([*self.messages, *messages])
+        markers: list[str] = []
+        marked: list[dict[str, Any]] = []
+        bodies: list[str] = []
+        names: list[str] = []
+        for i, message in enumerate(messages):
+            if message.get("role") != "tool":
+                marked.append(message)
+                continue
+            # NUL never occurs in a template's own text, so a marker cannot match scaffolding.
+            marker = f"\x00openenv-tool-output-{len(markers)}\x00"
+            markers.append(marker)
+            marked.append({**message, "content": marker})
+            bodies.append(_content_text(message.get("content")))
+            names.append(_tool_name(message, [*self.messages, *messages[:i]]))
+        template = self._render_text([*self.messages, *marked])
+        pieces: list[str] = []
+        at = 0
+        for marker in markers:
+            found = template.find(marker, at)
+            if found < 0 or template.count(marker) != 1:
+                raise _Unlocated("the chat template does not render each tool message's content once")
+            pieces.append(template[at:found])
+            at = found + len(marker)
+        pieces.append(template[at:])
+        # Templates that trim content (as some do) write the stripped text: try both.
+        for candidate in (bodies, [b.strip() for b in bodies]):
+            spans: list[tuple[int, int, str]] = []
+            rebuilt = pieces[0]
+            for body, piece, name in zip(candidate, pieces[1:], names, strict=True):
+                spans.append((len(rebuilt), len(rebuilt) + len(body), name))
+                rebuilt += body + piece
+            if rebuilt == text:
+                return text, spans
+        raise _Unlocated("the chat template does not write tool message contents verbatim")
+
+    def _offsets(self, text: str, rendered: list[int]) -> list[tuple[int, int]]:
+        """The character span of each token of `rendered` in `text`.
+
+        Raises:
+            _Unlocated: the tokenizer gives no offsets, or tokenizing `text` does not give `rendered`.
+        """
+        tokenizer = getattr(self.tokenizer, "tokenizer", self.tokenizer)  # a processor's tokenizer
+        try:
+            encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        except (NotImplementedError, TypeError, ValueError) as e:
+            raise _Unlocated(f"the tokenizer gives no character offsets: {e}") from e
+        if list(encoded["input_ids"]) != rendered:
+            raise _Unlocated("tokenizing the rendered text does not give the tokens the chat template rendered")
+        return [tuple(span) for span in encoded["offset_mapping"]]
+
+    def _render_text(self, messages: list[dict[str, Any]]) -> str:
+        text = self.tokenizer.apply_chat_template(
+            messages,
+            tools=self.tools,
+            chat_template=self.chat_template,
+            add_generation_prompt=True,
+            tokenize=False,
+            **self.chat_template_kwargs,
+        )
+        if isinstance(text, list):  # processors answer batched
+            text = text[0]
+        return str(text)
 
     def _render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> list[int]:
         ids = self.tokenizer.apply_chat_template(
@@ -183,3 +333,34 @@ class TokenLedger:
         if ids and isinstance(ids[0], list):  # processors answer batched
             ids = ids[0]
         return list(ids)
+
+
+class _Unlocated(Exception):
+    """The tool-output bodies of one step cannot be located in its tokens (the mask falls back to none)."""
+
+
+def _content_text(content: Any) -> str:
+    """A message content as text: a string, or the text of its content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+    return "" if content is None else str(content)
+
+
+def _tool_name(message: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> str:
+    """A tool message's tool: its `name`, else the function of the assistant tool call its
+    `tool_call_id` answers (the latest such call), else ""."""
+    if message.get("name"):
+        return str(message["name"])
+    call_id = message.get("tool_call_id")
+    if call_id is None:
+        return ""
+    for previous in reversed(history):
+        if previous.get("role") != "assistant":
+            continue
+        for call in previous.get("tool_calls") or []:
+            if isinstance(call, Mapping) and call.get("id") == call_id:
+                function = call.get("function", call)
+                return str(function.get("name", "")) if isinstance(function, Mapping) else ""
+    return ""

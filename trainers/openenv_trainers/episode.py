@@ -72,6 +72,13 @@ class EpisodeResult:
     """Seconds spent in the environment (reset, tool calls, grading)."""
     generation_s: float = 0.0
     duration_s: float = 0.0
+    completion_tool_output_mask: list[int] = field(default_factory=list)
+    """1 on the body tokens of tool outputs (the tools' text, not the chat template's scaffolding
+    around it), 0 elsewhere; parallel to `completion_ids`. For the supervised term on tool
+    outputs (`openenv_trainers.sft`). Filter by tool with `completion_tool_names`."""
+    completion_tool_names: list[str | None] = field(default_factory=list)
+    """The tool whose output each completion token belongs to, None where it is not a tool-output
+    body token; parallel to `completion_ids` ("" for a tool message whose tool is unknown)."""
 
     @property
     def input_ids(self) -> list[int]:
@@ -186,6 +193,8 @@ async def run_episode(
         env_latency_s=env_s,
         generation_s=generation_s,
         duration_s=time.monotonic() - started,
+        completion_tool_output_mask=ledger.completion_tool_output_mask(),
+        completion_tool_names=ledger.completion_tool_output_names,
     )
 
 

@@ -13,7 +13,10 @@ asks for, per rollout:
   neutralises NaN where it reads them);
 - `env_mask`: 1 on the tokens the policy sampled, 0 on tool results and chat scaffolding;
 - `env_reward`: the host-side grader's reward, a column that reaches reward functions
-  (`env_reward` below passes it through), plus `env_truncated`, `env_turns`, `env_tool_calls`.
+  (`env_reward` below passes it through), plus `env_truncated`, `env_turns`, `env_tool_calls`;
+- `tool_output_mask`: 1 on the body tokens of tool outputs, and `tool_output_names`: the tool of
+  each such token (None elsewhere), both parallel to `completion_ids`, for the supervised term on
+  tool outputs (`sft.SFTOnToolOutputsGRPOTrainer` takes them out of the reward columns).
 
 TRL repeats each prompt `num_generations` times in a row; consecutive equal prompts are one group,
 and every episode of a group is reset with the same task and the same seed.
@@ -122,6 +125,8 @@ class EnvRolloutFunc:
             "env_truncated": [e.truncated for e in episodes],
             "env_turns": [e.turns for e in episodes],
             "env_tool_calls": [e.tool_calls for e in episodes],
+            "tool_output_mask": [e.completion_tool_output_mask for e in episodes],
+            "tool_output_names": [e.completion_tool_names for e in episodes],
         }
 
     def close(self) -> None:

@@ -108,3 +108,129 @@ def test_turns_alternate(tokenizer: Any) -> None:
         ledger.add_sampled(ids, [-1.0] * len(ids), {"role": "assistant", "content": "hi"})
     with pytest.raises(AccountingError, match="2 sampled tokens with 1 logprobs"):
         TokenLedger(tokenizer, echo_messages("x")).add_sampled([1, 2], [-1.0], {"role": "assistant", "content": ""})
+
+
+# --- tool-output bodies --------------------------------------------------------------------------
+
+TWO_CALLS = {
+    "role": "assistant",
+    "content": "",
+    "tool_calls": [
+        {"type": "function", "id": "call-1", "function": {"name": "echo", "arguments": {"message": "a b"}}},
+        {"type": "function", "id": "call-2", "function": {"name": "grep", "arguments": {"pattern": "x"}}},
+    ],
+}
+
+
+def _runs(mask: list[int]) -> list[tuple[int, int]]:
+    runs, start = [], None
+    for i, m in enumerate([*mask, 0]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+def _two_step_ledger(tokenizer: Any) -> TokenLedger:
+    """Two tool steps: two results at once (named by `tool_call_id` and by `name`), then one unnamed."""
+    ledger = TokenLedger(tokenizer, echo_messages("a b"), tools=[ECHO_TOOL])
+    first = _ids(tokenizer, tool_call_text("echo", {"message": "a b"}) + "<|im_end|>")
+    ledger.add_sampled(first, [-0.5] * len(first), TWO_CALLS)
+    ledger.add_messages(
+        [
+            # Bodies that look like scaffolding must not confuse the location of the real scaffolding.
+            {"role": "tool", "tool_call_id": "call-2", "content": "user\n<tool_response>\n x"},
+            {"role": "tool", "name": "echo", "content": "a b"},
+        ]
+    )
+    second = _ids(tokenizer, tool_call_text("echo", {"message": "c"}) + "<|im_end|>")
+    ledger.add_sampled(second, [-0.5] * len(second), CALL)
+    ledger.add_messages([{"role": "tool", "tool_call_id": "unknown", "content": "line 1\n  line 2\n"}])
+    return ledger
+
+
+def test_the_tool_output_mask_is_exactly_the_bodies_of_tool_messages(tokenizer: Any) -> None:
+    ledger = _two_step_ledger(tokenizer)
+    mask = ledger.tool_output_mask()
+    assert len(mask) == len(ledger.ids) == len(ledger.tool_output_names)
+    assert [tokenizer.decode(ledger.ids[s:e]) for s, e in _runs(mask)] == ["user\n<tool_response>\n x", "a b", "line 1\n  line 2\n"]
+    # Every other environment token is scaffolding, and the prompt and sampled tokens are never marked.
+    scaffold = tokenizer.decode([t for t, m, s in zip(ledger.ids, mask, ledger.mask, strict=True) if not m and not s][-40:])
+    assert "<tool_response>\n" in scaffold and "<|im_start|>assistant\n" in scaffold
+    assert not any(m and s for m, s in zip(mask, ledger.mask, strict=True))
+    assert not any(ledger.tool_output_mask()[: len(ledger.prompt_ids)])
+    assert ledger.completion_tool_output_mask() == mask[len(ledger.prompt_ids) :]
+    assert ledger.unlocated_tool_outputs == 0
+
+
+def test_tool_names_come_from_name_or_the_answered_tool_call_and_filter_the_mask(tokenizer: Any) -> None:
+    ledger = _two_step_ledger(tokenizer)
+    runs = _runs(ledger.tool_output_mask())
+    assert [set(ledger.tool_output_names[s:e]) for s, e in runs] == [{"grep"}, {"echo"}, {""}]
+    assert _runs(ledger.tool_output_mask(["echo"])) == [runs[1]]
+    assert _runs(ledger.tool_output_mask({"grep", ""})) == [runs[0], runs[2]]
+    assert ledger.tool_output_mask(["nothing"]) == [0] * len(ledger.ids)
+    names = ledger.completion_tool_output_names
+    assert ledger.completion_tool_output_mask(["grep"]) == [int(n == "grep") for n in names]
+    with pytest.raises(TypeError, match=r"use \('echo',\)"):
+        ledger.tool_output_mask("echo")
+
+
+def test_a_template_that_rewrites_tool_outputs_gives_no_mask_with_a_warning(tokenizer: Any) -> None:
+    rewriting = copy.deepcopy(tokenizer)
+    template = rewriting.chat_template
+    assert template.count("{{- message.content }}\n        {{- '\\n</tool_response>' }}") == 1
+    rewriting.chat_template = template.replace(
+        "{{- message.content }}\n        {{- '\\n</tool_response>' }}", "{{- message.content | replace('a', '@') }}\n        {{- '\\n</tool_response>' }}"
+    )
+    ledger = TokenLedger(rewriting, echo_messages("a b"), tools=[ECHO_TOOL])
+    first = _ids(rewriting, tool_call_text("echo", {"message": "a b"}) + "<|im_end|>")
+    ledger.add_sampled(first, [-0.5] * len(first), CALL)
+    with pytest.warns(RuntimeWarning, match="does not write tool message contents verbatim"):
+        added = ledger.add_messages([RESULT])
+    assert "@ b" in rewriting.decode(added)  # the sequence is the template's, as always
+    assert ledger.tool_output_mask() == [0] * len(ledger.ids)
+    assert ledger.unlocated_tool_outputs == 1
+    assert ledger.mask.count(1) == len(first)
+
+
+class _Processor:
+    """A processor-like wrapper whose tokenizer tokenizes text differently from the template's tokens."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._inner = tokenizer
+        self.eos_token_id = tokenizer.eos_token_id
+
+    def apply_chat_template(self, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.apply_chat_template(*args, **kwargs)
+
+    def decode(self, ids: Any) -> str:
+        return self._inner.decode(ids)
+
+    def tokenizer(self, text: str, **kwargs: Any) -> dict[str, Any]:
+        encoded = self._inner(text, **kwargs)
+        return {"input_ids": [t + 1 for t in encoded["input_ids"]], "offset_mapping": encoded["offset_mapping"]}
+
+
+def test_a_tokenizer_that_disagrees_with_the_template_gives_no_mask_with_a_warning(tokenizer: Any) -> None:
+    ledger = TokenLedger(_Processor(tokenizer), echo_messages("a b"), tools=[ECHO_TOOL])
+    first = _ids(tokenizer, tool_call_text("echo", {"message": "a b"}) + "<|im_end|>")
+    ledger.add_sampled(first, [-0.5] * len(first), CALL)
+    with pytest.warns(RuntimeWarning, match="tokenizing the rendered text does not give the tokens"):
+        ledger.add_messages([RESULT])
+    assert ledger.tool_output_mask() == [0] * len(ledger.ids)
+    assert ledger.unlocated_tool_outputs == 1
+
+
+def test_a_template_that_trims_tool_outputs_still_gives_their_bodies(tokenizer: Any) -> None:
+    trimming = copy.deepcopy(tokenizer)
+    trimming.chat_template = trimming.chat_template.replace(
+        "{{- message.content }}\n        {{- '\\n</tool_response>' }}", "{{- message.content | trim }}\n        {{- '\\n</tool_response>' }}"
+    )
+    ledger = TokenLedger(trimming, echo_messages("a b"), tools=[ECHO_TOOL])
+    first = _ids(trimming, tool_call_text("echo", {"message": "a b"}) + "<|im_end|>")
+    ledger.add_sampled(first, [-0.5] * len(first), CALL)
+    ledger.add_messages([{"role": "tool", "name": "echo", "content": "  a b\n"}])
+    assert [trimming.decode(ledger.ids[s:e]) for s, e in _runs(ledger.tool_output_mask())] == ["a b"]

@@ -23,9 +23,11 @@ EXPECTED = [
     "GenerationError",
     "GroupFilter",
     "LogprobError",
+    "SFTOnToolOutputsGRPOTrainer",
     "SamplingParams",
     "ServerCompatibilityError",
     "TokenLedger",
+    "ToolOutputSFT",
     "TrainerError",
     "TransformersBackend",
     "WorkerConfig",
@@ -39,6 +41,7 @@ EXPECTED = [
     "split_task",
     "task_prompt",
     "task_row",
+    "tool_output_sft_loss",
     "training_chat_template",
 ]
 
