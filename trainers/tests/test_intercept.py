@@ -222,6 +222,11 @@ def test_an_agents_calls_become_one_exact_row(server: InterceptionServer, backen
     runs = [i for i, (a, b) in enumerate(zip([0, *row.completion_mask], row.completion_mask, strict=False)) if b and not a]
     assert len(runs) == result.model_calls  # one run of mask-1 tokens per model call
     assert row.completion_ids[0:1] and tokenizer.decode(row.prompt_ids).count("hello sandbox") == 1
+    # The tool results' bodies (what the agent's echo returned) are marked for SFT on tool outputs.
+    bodies = [m["content"] for m in row.messages if m["role"] == "tool"]
+    marked = [t for t, m in zip(row.completion_ids, row.completion_tool_output_mask, strict=True) if m]
+    assert bodies and tokenizer.decode(marked) == "".join(bodies)
+    assert {n for n, m in zip(row.completion_tool_names, row.completion_tool_output_mask, strict=True) if m} == {"echo"}
     assert result.reward == 0.0 and "rewards" not in json.dumps(result.agent_run.model_dump())
 
 

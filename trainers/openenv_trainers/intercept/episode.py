@@ -92,6 +92,8 @@ class Segment:
     """The sampling logprob at mask-1 positions, NaN elsewhere."""
     completion_tool_output_mask: list[int]
     """1 on the bodies of tool results (for SFT on tool outputs), 0 elsewhere."""
+    completion_tool_names: list[str | None]
+    """The tool whose result each token's body belongs to (None outside tool results)."""
     messages: list[dict[str, Any]]
     prompt_message_count: int
     model_calls: int
@@ -197,14 +199,14 @@ class _Recorder:
         for ledger, prompt_count, calls in self.ledgers:
             if calls == 0:
                 continue
-            tool_mask = getattr(ledger, "completion_tool_output_mask", None)
             out.append(
                 Segment(
                     prompt_ids=list(ledger.prompt_ids),
                     completion_ids=ledger.completion_ids,
                     completion_mask=ledger.completion_mask,
                     completion_logprobs=ledger.completion_logprobs,
-                    completion_tool_output_mask=list(tool_mask()) if callable(tool_mask) else [0] * ledger.completion_length,
+                    completion_tool_output_mask=ledger.completion_tool_output_mask(),
+                    completion_tool_names=list(ledger.completion_tool_output_names),
                     messages=list(ledger.messages),
                     prompt_message_count=prompt_count,
                     model_calls=calls,
@@ -332,6 +334,8 @@ async def run_agent_episode(
         completion_logprobs=list(first.completion_logprobs) if first else [],
         messages=list(first.messages) if first else [],
         prompt_message_count=first.prompt_message_count if first else 0,
+        completion_tool_output_mask=list(first.completion_tool_output_mask) if first else [],
+        completion_tool_names=list(first.completion_tool_names) if first else [],
         reward=float(score.value),
         reward_components=dict(score.components),
         truncated=bool(recorder and recorder.truncated) or bool(agent_run and agent_run.timed_out),
@@ -414,7 +418,8 @@ def rows_of(episode: EpisodeResult) -> list[Segment]:
             completion_ids=list(episode.completion_ids),
             completion_mask=list(episode.completion_mask),
             completion_logprobs=list(episode.completion_logprobs),
-            completion_tool_output_mask=list(getattr(episode, "completion_tool_output_mask", None) or [0] * len(episode.completion_ids)),
+            completion_tool_output_mask=list(episode.completion_tool_output_mask or [0] * len(episode.completion_ids)),
+            completion_tool_names=list(episode.completion_tool_names or [None] * len(episode.completion_ids)),
             messages=list(episode.messages),
             prompt_message_count=episode.prompt_message_count,
             model_calls=episode.turns,
