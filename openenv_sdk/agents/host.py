@@ -16,6 +16,7 @@ runs it to completion under the sandbox's limits (killed after its timeout), and
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import sys
 from typing import Any
@@ -29,7 +30,9 @@ from .spec import AgentLaunch, AgentRun, render_agent_command
 __all__ = ["AgentHost"]
 
 TAIL_CHARS = 8000
-_INSTALLED_MARKER = "/tmp/.openenv-agent-installed-{name}"  # per container (or host): install once
+# Per container (or host for a local server), keyed by the install command itself, so a changed
+# install runs again. Installs must be idempotent all the same: the marker is only a shortcut.
+_INSTALLED_MARKER = "/tmp/.openenv-agent-installed-{name}-{digest}"
 
 
 class AgentHost:
@@ -86,9 +89,10 @@ class AgentHost:
                 raise RuntimeError(f"could not write {path} in the sandbox: {_scrub(wrote.stderr, secret)[-500:]}")
         install_code = None
         if install:
-            marker = _INSTALLED_MARKER.format(name=spec.name)
+            marker = _INSTALLED_MARKER.format(name=spec.name, digest=hashlib.sha256(install.encode()).hexdigest()[:16])
+            install_env = {k: v for k, v in env.items() if k != spec.api_key_env}  # the key is the run's only
             done = self.agent_exec(
-                f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}", env=env, timeout_s=spec.install_timeout_s
+                f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}", env=install_env, timeout_s=spec.install_timeout_s
             )
             install_code = done.exit_code
             if done.exit_code != 0 or done.timed_out:

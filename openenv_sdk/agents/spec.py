@@ -32,8 +32,11 @@ class AgentSpec(BaseModel):
 
     String fields may use the placeholders `{base_url}` (the OpenAI-compatible base URL, ending
     in `/v1`), `{model}`, `{task_file}` (a file holding the task's instruction), `{workdir}` (the
-    episode's working directory), `{python}` (the server's interpreter) and `{api_key_env}` (the
-    name of the variable that holds the key; the key itself is only ever in the environment).
+    episode's working directory), `{python}` (the server's interpreter: in an image the sandbox
+    user can run it; a local server's may sit where the sandbox user cannot, so prefer `python3`)
+    and `{api_key_env}` (the name of the variable that holds the key; the key itself is only ever
+    in the agent's environment, never in the install's). In `run` and `install` the values are
+    shell-quoted; in `env` and `config` they are inserted as is.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -124,26 +127,29 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 
 def render_agent_command(launch: AgentLaunch, *, workdir: str, task_file: str, python: str) -> tuple[str, str | None, dict[str, str], str | None]:
-    """The agent's run command, install command, environment and config text, placeholders filled.
+    """The agent's run command, install command, environment and config text, placeholders filled
+    (shell-quoted in the two command lines, as is in the environment and the config).
 
     The key appears only in the returned environment, under `spec.api_key_env`.
     """
     spec = launch.spec
-    values = {
+    raw = {
         "base_url": launch.base_url,
         "api_key_env": spec.api_key_env,
         "model": launch.model,
-        "task_file": shlex.quote(task_file),
-        "workdir": shlex.quote(workdir),
-        "python": shlex.quote(python),
+        "task_file": task_file,
+        "workdir": workdir,
+        "python": python,
     }
-    env = {name: _fill(value, values) for name, value in spec.env.items()}
+    # Shell command lines get every value quoted; environment values and the config file get them as is.
+    quoted = {name: shlex.quote(value) for name, value in raw.items()}
+    env = {name: _fill(value, raw) for name, value in spec.env.items()}
     env[spec.api_key_env] = launch.api_key.get_secret_value()
     if spec.base_url_env:
         env[spec.base_url_env] = launch.base_url
     env.setdefault("OPENENV_MODEL", launch.model)
     env.setdefault("OPENENV_TASK_FILE", task_file)
-    run = _fill(spec.run, values)
-    install = _fill(spec.install, values) if spec.install else None
-    config = _fill(spec.config, values) if spec.config is not None else None
+    run = _fill(spec.run, quoted)
+    install = _fill(spec.install, quoted) if spec.install else None
+    config = _fill(spec.config, raw) if spec.config is not None else None
     return run, install, env, config

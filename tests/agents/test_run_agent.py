@@ -66,6 +66,10 @@ def test_install_runs_once_and_a_failed_install_is_reported(env: GenericEnvClien
     env.call_tool("bash", command="rm installed-here")
     second = env.call("run_agent", launch=_launch(spec))
     assert "No such file" in second["stdout_tail"]  # not installed again
+    changed = AgentSpec(name=name, install="touch installed-again", run="ls installed-again")
+    assert env.call("run_agent", launch=_launch(changed))["exit_code"] == 0  # a changed install runs again
+    keyless = AgentSpec(name=f"keyless-{uuid.uuid4().hex[:8]}", install='test -z "$OPENAI_API_KEY"', run="true")
+    assert env.call("run_agent", launch=_launch(keyless))["install_exit_code"] == 0  # the install never sees the key
     broken = AgentSpec(name=f"broken-{uuid.uuid4().hex[:8]}", install="echo no such package >&2; exit 7", run="echo never")
     failed = env.call("run_agent", launch=_launch(broken))
     assert failed["install_exit_code"] == 7 and "never" not in failed["stdout_tail"] and "no such package" in failed["stderr_tail"]

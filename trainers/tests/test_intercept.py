@@ -255,6 +255,16 @@ def test_a_hung_agent_is_ended_by_its_timeout_and_the_episode_is_reported(
     assert _check_rows_match_forward_pass(model, tokenizer, result) > 0
 
 
+def test_calls_past_the_budget_are_refused_and_the_episode_is_truncated(
+    server: InterceptionServer, backend: Any, tokenizer: Any, grader: Any
+) -> None:
+    result = _episode(server, backend, tokenizer, grader, _config(echo_agent("--max-calls", "3"), max_model_calls=1))
+    # The tiny model calls echo on the first call (as in the test above), so the agent asks again.
+    assert result.model_calls == 1 and result.refused_calls == 1 and len(result.segments) == 1
+    assert result.truncated and result.agent_run is not None and result.agent_run.exit_code == 3
+    assert "model calls are spent" in result.agent_run.stderr_tail
+
+
 def test_an_agent_with_a_wrong_secret_is_refused(server: InterceptionServer) -> None:
     rollout = server.open_rollout()
     try:

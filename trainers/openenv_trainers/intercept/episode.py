@@ -56,7 +56,7 @@ class AgentEpisodeConfig:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     """How each model call is sampled; a request's own `max_tokens` can only lower `max_tokens`."""
     max_model_calls: int = 32
-    """Model calls answered per episode; later ones are refused (429) and the episode is truncated."""
+    """Model calls answered per episode; later ones are refused (400) and the episode is truncated."""
     agent_timeout_s: float | None = None
     """The agent's wall-clock limit; default the spec's `timeout_s`."""
     call_margin_s: float = 60.0
@@ -132,7 +132,7 @@ class _Recorder:
         if self.calls >= self.config.max_model_calls:
             self.refused += 1
             self.truncated = True
-            request.fail(429, f"this episode's model calls are spent ({self.config.max_model_calls})")
+            request.fail(400, f"this episode's model calls are spent ({self.config.max_model_calls})")  # 400: clients do not retry it
             return
         try:
             messages = normalize_messages(request.messages)

@@ -412,7 +412,7 @@ class InterceptionServer:
             if body.n != 1:
                 return error(400, "n > 1 is not supported: each model call is one sample of the policy")
             if rollout.closed:
-                return error(410, f"rollout {rollout_id} has ended")
+                return error(410, f"rollout {rollout_id} has ended", "not_found_error")
             intercepted = rollout._new_request(body)
             rollout._deliver(intercepted)
             try:
@@ -421,7 +421,8 @@ class InterceptionServer:
                 intercepted.fail(504, "timed out")
                 return error(504, f"the trainer did not answer within {self.request_timeout_s} s", "timeout_error")
             except _HTTPFailure as e:
-                return error(e.status, e.message, "server_error" if e.status >= 500 else "invalid_request_error")
+                kind = {410: "not_found_error"}.get(e.status, "server_error" if e.status >= 500 else "invalid_request_error")
+                return error(e.status, e.message, kind)
             model = body.model or "policy"
             completion_id = f"chatcmpl-{rollout_id[:8]}-{intercepted.index}"
             created = int(time.time())

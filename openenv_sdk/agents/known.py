@@ -1,0 +1,117 @@
+"""Specs of third-party CLI agents, installed from a package registry and checked end to end.
+
+`MINI_SWE_AGENT` is [mini-swe-agent](https://pypi.org/project/mini-swe-agent/) 2.4.6 (SWE-agent's
+minimal agent: one bash tool, litellm for its model calls), run non-interactively with `mini`.
+Verified by `trainers/tests/test_mini_swe_agent.py` (example: `examples/agents/mini_swe_agent_intercepted.py`):
+the install from PyPI with the sandbox's `python3` (about 55 s cold; a 740 MB venv, litellm pulls
+pandas and pyarrow), then episodes against the trainer's interception server, as a subprocess and
+in the terminal environment's sandbox (`run_agent`): every model call (one non-streamed
+`chat/completions` request per step) is answered by a scripted policy, the agent runs the
+policy's `bash` command itself and exits 0 once it submits with
+`echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` (two calls, about 5 s, 3 of them startup). With a
+wrong key it exits 1 at once (401, nothing reaches the trainer); when the trainer closes the
+rollout, it exits 1 after the one refused call (410).
+
+What the settings do:
+
+- `mini -y --exit-immediately`: no confirmation before commands, none at the end; stdin is
+  `/dev/null` so nothing can wait for a terminal, and `MSWEA_CONFIGURED` skips the first-run
+  setup prompt. `step_limit: 50` bounds the steps (the spec's `timeout_s` bounds the time).
+- `cost_tracking: ignore_errors` and `cost_limit: 0`: litellm knows no price for the policy, and
+  mini-swe-agent otherwise aborts the run on the first answer ("Error calculating cost").
+- `MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT=1`: a failed model call ends the run at once instead of
+  being retried 10 times with exponential back-off (about 5 minutes; the interception server
+  answers 504 or 410 only when the trainer gave up on the rollout). For a real provider
+  (`black_box` mode), raise it with `spec.model_copy(update={"env": {...}})`.
+- `LITELLM_LOCAL_MODEL_COST_MAP=True`: litellm does not fetch its price list from the network on
+  import (the sandbox may have none); `_TYPER_STANDARD_TRACEBACK=1`: a crash prints a plain
+  traceback (the default rich one takes 6 s to render).
+
+`MINI_SWE_AGENT_TEXT` is the same agent with its text-based protocol: no tools in the request; the
+answer's content carries one ```` ```mswea_bash_command ```` block (easier for a small policy).
+"""
+
+from __future__ import annotations
+
+from .spec import AgentSpec
+
+__all__ = ["MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION"]
+
+MINI_SWE_AGENT_VERSION = "2.4.6"
+
+_MSWEA_VENV = f"${{OPENENV_AGENTS_DIR:-/tmp/openenv-agents}}/mini-swe-agent-{MINI_SWE_AGENT_VERSION}"
+"""Where it is installed: once per sandbox (container or host), like the environment's own install
+marker; not under HOME, which a sandbox may remake for every episode. `OPENENV_AGENTS_DIR` moves it
+(a cache shared between runs, or a folder baked into the image)."""
+
+_MSWEA_REQUIREMENTS = (f"mini-swe-agent=={MINI_SWE_AGENT_VERSION}", "litellm[mcp]")
+"""What is installed. litellm's `mcp` extra is needed: litellm 1.106 imports `mcp` on every request
+that offers tools (a missing dependency of its own), and without it the tool-call agent dies on
+its first model call with `ModuleNotFoundError: No module named 'mcp'`."""
+
+_MSWEA_INSTALL = (
+    f'V="{_MSWEA_VENV}"; R="{" ".join(_MSWEA_REQUIREMENTS)}"; '
+    'test "$(cat "$V/.installed" 2>/dev/null)" = "$R" || { rm -rf "$V" && P=$(command -v python3 || echo {python}) && "$P" -m venv "$V" '
+    '&& "$V/bin/pip" install -q --disable-pip-version-check '
+    + " ".join(f'"{r}"' for r in _MSWEA_REQUIREMENTS)
+    + ' && printf "%s\\n" "$R" > "$V/.installed"; }'
+)
+"""Idempotent: skipped when the marker file names the same requirements; redone from scratch otherwise."""
+
+_MSWEA_ENV = {
+    "MSWEA_CONFIGURED": "true",
+    "MSWEA_SILENT_STARTUP": "1",
+    "MSWEA_COST_TRACKING": "ignore_errors",
+    "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "NO_COLOR": "1",
+    "_TYPER_STANDARD_TRACEBACK": "1",
+}
+
+
+def _mswea_config(model_class: str) -> str:
+    return f"""\
+# openenv: mini-swe-agent settings, merged over its built-in config.
+agent:
+  mode: yolo
+  confirm_exit: false
+  cost_limit: 0
+  step_limit: 50
+model:
+  model_class: {model_class}
+  model_name: "openai/{{model}}"
+  cost_tracking: ignore_errors
+  model_kwargs:
+    api_base: "{{base_url}}"
+    drop_params: true
+"""
+
+
+def _mswea_run(builtin_config: str, config_path: str) -> str:
+    return (
+        f'"{_MSWEA_VENV}/bin/mini" -y --exit-immediately -c {builtin_config} -c "$HOME/{config_path}" '
+        '-t "$(cat {task_file})" < /dev/null'
+    )
+
+
+MINI_SWE_AGENT = AgentSpec(
+    name="mini-swe-agent",
+    install=_MSWEA_INSTALL,
+    run=_mswea_run("mini.yaml", ".config/openenv/mini-swe-agent.yaml"),
+    env=_MSWEA_ENV,
+    config_path=".config/openenv/mini-swe-agent.yaml",
+    config=_mswea_config("litellm"),
+    install_timeout_s=600.0,
+)
+"""mini-swe-agent with tool calls: each request offers one `bash` tool; answer with a `bash` call."""
+
+MINI_SWE_AGENT_TEXT = AgentSpec(
+    name="mini-swe-agent-text",
+    install=_MSWEA_INSTALL,
+    run=_mswea_run("mini_textbased.yaml", ".config/openenv/mini-swe-agent-text.yaml"),
+    env=_MSWEA_ENV,
+    config_path=".config/openenv/mini-swe-agent-text.yaml",
+    config=_mswea_config("litellm_textbased"),
+    install_timeout_s=600.0,
+)
+"""mini-swe-agent text-based: no tools; answer with one ```` ```mswea_bash_command ```` block."""
