@@ -65,7 +65,9 @@ def grader() -> Any:
 
 
 def _config(agent: AgentSpec, **overrides: Any) -> AgentEpisodeConfig:
-    return AgentEpisodeConfig(agent=agent, sampling=SamplingParams(max_tokens=48, temperature=TEMPERATURE), **overrides)
+    # A seeded sampler: whether the tiny model calls echo must not depend on what ran before.
+    sampling = SamplingParams(max_tokens=48, temperature=TEMPERATURE, seed=11)
+    return AgentEpisodeConfig(agent=agent, sampling=sampling, **overrides)
 
 
 def _episode(server: InterceptionServer, backend: Any, tokenizer: Any, grader: Any, config: AgentEpisodeConfig, **kw: Any) -> AgentEpisodeResult:
