@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from openenv_sdk.agents import BUILTIN_AGENT, AgentLaunch, AgentRun, AgentSpec
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.errors import OpenEnvError, ToolCallError

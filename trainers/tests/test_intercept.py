@@ -20,15 +20,21 @@ from typing import Any
 import httpx
 import pytest
 import torch
-from openenv_sdk.agents import BUILTIN_AGENT, AgentLaunch, AgentSpec
-from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
 from openenv_trainers.generation import TransformersBackend
 from openenv_trainers.generation.base import SamplingParams
 from openenv_trainers.intercept import InterceptionServer
-from openenv_trainers.intercept.episode import AgentEpisodeConfig, AgentEpisodeResult, AgentEpisodeRunner, run_agent_episode
+from openenv_trainers.intercept.episode import (
+    AgentEpisodeConfig,
+    AgentEpisodeResult,
+    AgentEpisodeRunner,
+    run_agent_episode,
+)
 from openenv_trainers.intercept.messages import normalize_messages
 from openenv_trainers.sources import EnvSource, load_grader
 from openenv_trainers.tiny_model import ECHO_TOOL
+
+from openenv_sdk.agents import BUILTIN_AGENT, AgentLaunch, AgentSpec
+from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
 
 from .conftest import REPO
 

@@ -7,7 +7,14 @@
   with exact token ids, masks and logprobs; `AgentEpisodeRunner` plugs into `EnvRolloutWorker`.
 """
 
-from .episode import AgentEpisodeConfig, AgentEpisodeResult, AgentEpisodeRunner, Segment, rows_of, run_agent_episode
+from .episode import (
+    AgentEpisodeConfig,
+    AgentEpisodeResult,
+    AgentEpisodeRunner,
+    Segment,
+    rows_of,
+    run_agent_episode,
+)
 from .messages import normalize_messages, normalize_tools
 from .server import InterceptedRequest, InterceptionServer, Rollout
 
