@@ -9,9 +9,6 @@ to OpenEnv's protocol: reply `id`s, session counts, stateful HTTP, the official 
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,28 +47,12 @@ def base_url() -> Iterator[str]:
 
 
 def _serve_echo() -> Iterator[str]:
-    import uvicorn
-
     from openenv_sdk import create_app
     from openenv_sdk.loader import load_environment
+    from openenv_sdk.testing import serve_app
 
-    app = create_app(load_environment(ECHO_DIR).env_cls)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the in-process echo server did not start")
-        time.sleep(0.005)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(TIMEOUT_S)
-        sock.close()
+    with serve_app(create_app(load_environment(ECHO_DIR).env_cls), timeout_s=TIMEOUT_S) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -6,11 +6,8 @@ Set `OPENENV_TRAINERS_TINY_MODEL=/some/folder` to reuse a built tiny model betwe
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest
 import torch
 
+from openenv_sdk.testing import serve_app
+
 torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,29 +28,8 @@ ECHO_DIR = REPO / "environments" / "echo"
 WORDLE_DIR = REPO / "environments" / "wordle"
 
 
-@contextlib.contextmanager
-def serve(app: Any, *, timeout_s: float = 20.0) -> Iterator[str]:
-    """Run an ASGI app with uvicorn on a free loopback port, in a thread; yields its base URL."""
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws_max_size=16 * 1024 * 1024))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout_s
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"uvicorn did not start on port {port} within {timeout_s} s")
-        time.sleep(0.005)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout_s)
-        sock.close()
+serve = functools.partial(serve_app, timeout_s=20.0)
+"""`openenv_sdk.testing.serve_app`, waiting longer: a loaded machine starts uvicorn slowly."""
 
 
 @pytest.fixture(scope="session")
