@@ -342,8 +342,7 @@ def _internal_network(engine: docker.DockerClient) -> str:
     """Create (once) the internal bridge network used for policy `none`; return its name."""
     import docker.errors
 
-    info_os = str(engine.info().get("OperatingSystem", ""))
-    if "Docker Desktop" in info_os:
+    if _is_docker_desktop(engine):
         raise ContainerRunError(
             "network policy 'none' needs the host to reach container IPs, which Docker Desktop does not allow; "
             "use network='bridge' (the container then has egress)"
@@ -355,6 +354,24 @@ def _internal_network(engine: docker.DockerClient) -> str:
             if e.status_code != 409:  # created meanwhile by another process
                 raise ContainerRunError(f"could not create the network {INTERNAL_NETWORK!r}: {e}") from e
     return INTERNAL_NETWORK
+
+
+def _is_docker_desktop(engine: docker.DockerClient) -> bool:
+    """Whether the engine is Docker Desktop, whose container IPs the host cannot reach (asked once per client).
+
+    Podman names itself in the headers of `/_ping` (about a millisecond), so only other engines
+    are asked `/info`: Podman takes about a quarter of a second to answer that one.
+    """
+    known = _desktop_engines.get(engine)
+    if known is None:
+        ping = engine.api.get(f"{engine.api.base_url}/_ping", timeout=engine.api.timeout)
+        podman = bool(ping.headers.get("Libpod-Api-Version"))
+        known = not podman and "Docker Desktop" in str(engine.info().get("OperatingSystem", ""))
+        _desktop_engines[engine] = known
+    return known
+
+
+_desktop_engines: weakref.WeakKeyDictionary[docker.DockerClient, bool] = weakref.WeakKeyDictionary()
 
 
 def _slug(image: str) -> str:
