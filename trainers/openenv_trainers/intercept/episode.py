@@ -297,6 +297,7 @@ async def run_agent_episode(
         with session.request_timeout(limit_s):
             return await session.call("run_agent", launch=launch.to_wire())
 
+    agent_started = time.monotonic()
     agent = asyncio.create_task(run_agent())
     try:
         if rollout is not None and recorder is not None:
@@ -318,7 +319,8 @@ async def run_agent_episode(
     finally:
         if rollout is not None:
             rollout.close()
-    env_s += time.monotonic() - started - (recorder.generation_s if recorder else 0.0)
+    # The agent's run, less the time its calls waited for the policy (the agent's own work counts).
+    env_s += time.monotonic() - agent_started - (recorder.generation_s if recorder else 0.0)
     agent_run = AgentRun.model_validate(reply) if isinstance(reply, Mapping) else None
     t0 = time.monotonic()
     score = await agrade(rubric, session)
