@@ -11,11 +11,16 @@ task's hidden pytest files (from `hidden/`, never in the image) to the orchestra
 agent never saw. Nothing the agent can reach (tools, observations, state) holds a test or a
 reward.
 
+The orchestrator may instead run a whole agent program (a CLI agent) in the episode with the
+orchestrator-only call `run_agent` (`openenv_sdk.agents.AgentHost`): it runs through the same
+sandboxed runner as `run_shell`, in the workspace, with a HOME of its own (`home-<random>/`).
+
 Workspace layout, one per session (`$OPENENV_CODING_WORKDIR`, default the system temp dir):
 
     openenv-coding-XXXXXXXX/   the session root: root-owned, mode 0711 when the server is root
         bin/                   python / python3 / pytest launchers for the sandbox user
         ws-<random>/           the agent's working directory (root:<agent group> 0770; its files the agent's)
+        home-<random>/         HOME of an agent program run by `run_agent` (same ownership as ws-)
         grade-<random>/        a grading run (root:<grading group> 0750, read-only to the run but
                                its out/ folder; removed after the run)
 """
@@ -45,6 +50,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.agents import AgentHost
 from openenv_sdk.manifest import Sandbox, load_manifest
 from openenv_sdk.sandbox import CommandResult, SandboxLimits, run_command
 
@@ -240,7 +246,7 @@ class CodingState(State):
 # --- the environment ---------------------------------------------------------------------------
 
 
-class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
+class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, CodingState]):
     """Implement a Python function or class in a sandboxed workspace; hidden tests grade it host-side."""
 
     name = "coding"
@@ -255,6 +261,7 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
         self._task: Task | None = None
         self._root: Path | None = None
         self._workspace: Path | None = None
+        self._home: Path | None = None
         self._marker = ""
 
     # --- the orchestrator's verbs ------------------------------------------------------------
@@ -276,7 +283,7 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
         task = _pick_task(task_id, difficulty, seed)
         self._cleanup()
         self._task = None
-        self._root, self._workspace = self._make_session_dirs(task)
+        self._root, self._workspace, self._home = self._make_session_dirs(task)
         self._task = task
         self._marker = secrets.token_hex(12)
         self._state = CodingState(
@@ -479,6 +486,42 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
             "collected": {k: v.decode("utf-8", "replace") if v is not None else None for k, v in collected.items()},
         }
 
+    # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---------
+
+    def agent_exec(
+        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
+    ) -> CommandResult:
+        """Run `command` as `run_shell` does (the sandbox user, the sandbox's limits, in the
+        workspace, strays reaped afterwards), but with the agent's HOME, `env` added, and its own
+        `timeout_s` (an agent program runs for longer than one tool command)."""
+        self._check_agent_episode()
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        return self._run(command, stdin=stdin, timeout_s=timeout_s, extra_env=env, as_agent_program=True)
+
+    def agent_home(self) -> str:
+        self._check_agent_episode()
+        assert self._home is not None
+        return str(self._home)
+
+    def agent_workdir(self) -> str:
+        _, _, workspace = self._check_agent_episode()
+        return str(workspace)
+
+    def agent_instruction(self) -> str:
+        task, _, _ = self._check_agent_episode()
+        return self._task_text(task) + (
+            "`python` and `pytest` are on the PATH; nothing is interactive and there is no network. When you are "
+            f"done, stop: {task.solution_file} is graded as it then stands."
+        )
+
+    def _check_agent_episode(self) -> tuple[Task, Path, Path]:
+        if self._task is None or self._root is None or self._workspace is None:
+            raise ValueError("no episode: the orchestrator has not called reset yet")
+        if self.episode_done:
+            raise ValueError("the episode is over (submitted); nothing more runs until the next reset")
+        return self._task, self._root, self._workspace
+
     # --- internals ---------------------------------------------------------------------------
 
     @property
@@ -486,8 +529,8 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
         assert self._root is not None
         return self._root / "bin"
 
-    def _intro(self, task: Task, tools: list[str]) -> str:
-        s = self._settings
+    def _task_text(self, task: Task) -> str:
+        """The task, where to work and what is graded (the first lines of the agent's intro)."""
         files = ", ".join(sorted(task.files))
         return (
             f"{task.prompt.rstrip()}\n\n"
@@ -495,7 +538,13 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
             f"Only {task.solution_file} is graded: after the episode, hidden pytest tests import it in a fresh "
             f"process, without any other file from your working directory. You do not see the tests or the "
             f"result.\n"
-            f"Tools: {', '.join(tools)}. Each command runs for at most {s.command_timeout_s:g} s and keeps "
+        )
+
+    def _intro(self, task: Task, tools: list[str]) -> str:
+        s = self._settings
+        return (
+            self._task_text(task)
+            + f"Tools: {', '.join(tools)}. Each command runs for at most {s.command_timeout_s:g} s and keeps "
             f"{s.max_output_bytes} bytes of output; `python` and `pytest` are on the PATH; there is no network. "
             f"Call submit when you are done."
         )
@@ -512,7 +561,7 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
             raise RuntimeError("the episode is over (you submitted); nothing more can be done")
         self.state.tool_calls += 1
 
-    def _make_session_dirs(self, task: Task) -> tuple[Path, Path]:
+    def _make_session_dirs(self, task: Task) -> tuple[Path, Path, Path]:
         base = Path(os.environ.get(WORKDIR_ENV) or tempfile.gettempdir())
         base.mkdir(parents=True, exist_ok=True)
         as_root = os.geteuid() == 0
@@ -536,22 +585,32 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
                 target.write_text(text, encoding="utf-8")
             _chown_tree(workspace, self._agent)
             self._seal_workspace(workspace)
+            home = root / f"home-{secrets.token_hex(6)}"  # an agent program's HOME (run_agent)
+            home.mkdir(mode=0o700)
+            self._seal_workspace(home)
         except BaseException:
             _remove_tree(root)
             raise
-        return root, workspace
+        return root, workspace, home
 
     def _ensure_workspace(self) -> tuple[Path, str]:
         """The workspace, recreated (empty) if the agent deleted it; and a note saying so."""
         _, _, workspace = self._require_episode()
         note = ""
-        if os.path.islink(workspace) or (os.path.lexists(workspace) and not workspace.is_dir()):
-            workspace.unlink()
-        if not workspace.is_dir():
-            workspace.mkdir(mode=0o700)
+        if self._ensure_dir(workspace):
             note = f"[note: the working directory {workspace} had been deleted; it was recreated empty]\n"
-        self._seal_workspace(workspace)
         return workspace, note
+
+    def _ensure_dir(self, folder: Path) -> bool:
+        """Make `folder` a sealed folder again if the agent removed or replaced it; True if it had to."""
+        remade = False
+        if os.path.islink(folder) or (os.path.lexists(folder) and not folder.is_dir()):
+            folder.unlink()
+        if not folder.is_dir():
+            folder.mkdir(mode=0o700)
+            remade = True
+        self._seal_workspace(folder)
+        return remade
 
     def _seal_workspace(self, workspace: Path) -> None:
         """As root, the workspace folder is root:<agent group> 0770: the agent works in it through
@@ -598,13 +657,24 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
         stdin: str | None = None,
         timeout_s: float | None = None,
         max_output_bytes: int | None = None,
+        extra_env: dict[str, str] | None = None,
+        as_agent_program: bool = False,
     ) -> CommandResult:
+        """Run one command in the workspace as the sandbox user. `as_agent_program` (run_agent):
+        HOME is the agent's home, and `timeout_s` is not capped at the per-command limit."""
         limits = self._limits(timeout_s, max_output_bytes)
         workspace, note = self._ensure_workspace()
+        home = workspace
+        if as_agent_program:
+            assert self._home is not None and timeout_s is not None
+            limits = limits.model_copy(update={"timeout_s": timeout_s})
+            self._ensure_dir(self._home)
+            home = self._home
+        env = self._command_env(home, self._marker)
+        if extra_env:
+            env = {**env, **extra_env, MARKER_ENV: self._marker}  # the marker finds strays: never replaced
         try:
-            result = run_command(
-                command, cwd=workspace, limits=limits, env=self._command_env(workspace, self._marker), stdin=stdin
-            )
+            result = run_command(command, cwd=workspace, limits=limits, env=env, stdin=stdin)
         finally:
             _reap(self._marker, self._sandbox_uids)  # whatever escaped the command's session (setsid + double fork)
         if note:
@@ -638,7 +708,7 @@ class CodingEnvironment(Environment[Action, CodingObservation, CodingState]):
             _reap(f"{self._marker}-grade", self._sandbox_uids)
         if self._root is not None:
             _remove_tree(self._root)
-        self._root = self._workspace = None
+        self._root = self._workspace = self._home = None
 
 
 # --- helpers --------------------------------------------------------------------------------------

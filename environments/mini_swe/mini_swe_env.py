@@ -8,7 +8,10 @@ the host-side grader (`grader.MiniSweGrader`) sends the tests at grading time th
 orchestrator-only call `run_tests`, which runs them in a fresh tree the agent never saw.
 
 Every agent action, file tools included, runs as the sandbox user through
-`openenv_sdk.sandbox.run_command` (see `mini_swe_sandbox`).
+`openenv_sdk.sandbox.run_command` (see `mini_swe_sandbox`). The orchestrator may instead run a
+whole agent program (a CLI agent) in the episode with the orchestrator-only call `run_agent`
+(`openenv_sdk.agents.AgentHost`): it runs the same way as the `run` tool, in the repository,
+with the session's `home/` as HOME, and is graded the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.agents import AgentHost
+from openenv_sdk.sandbox import CommandResult
 from pydantic import Field
 
 from mini_swe_sandbox import SessionDirs, TreeTooLarge, check_relative_path, diff_trees, host, read_tree
@@ -33,6 +38,9 @@ TASKS_DIR = HERE / "tasks"
 _FSOPS_SOURCE = (HERE / "mini_swe_fsops.py").read_text(encoding="utf-8")
 _FSOPS_MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 _OUTPUT_TAIL_CHARS = 6000
+_AGENT_KILL_AFTER_OUTPUT_BYTES = 64 * 1024 * 1024
+"""An agent program runs for minutes and logs: it is killed past this much output (a tool
+command, shown to the model, past 64 times its kept output)."""
 
 
 class ToolError(Exception):
@@ -107,7 +115,7 @@ class MiniSweState(State):
     submitted: bool = Field(default=False, description="Whether the agent called submit().")
 
 
-class MiniSweEnvironment(Environment[Action, MiniSweObservation, MiniSweState]):
+class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, MiniSweState]):
     """Fix a real bug in a small Python repository from its bug report; hidden tests judge the fix host-side."""
 
     name = "mini_swe"
@@ -312,6 +320,52 @@ class MiniSweEnvironment(Environment[Action, MiniSweObservation, MiniSweState]):
             "diff": diff,
         }
 
+    # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---------
+
+    def agent_exec(
+        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
+    ) -> CommandResult:
+        """Run `command` as the `run` tool does (the sandbox user, the sandbox's limits, in the
+        repository, HOME the session's home), with `env` added and its own `timeout_s` (an agent
+        program runs for longer than one tool command). What escaped it is reaped afterwards."""
+        dirs = self._agent_dirs()
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        sandbox = host()
+        try:
+            return sandbox.run(
+                command,
+                dirs,
+                timeout_s=timeout_s,
+                stdin=stdin,
+                kill_after_output_bytes=_AGENT_KILL_AFTER_OUTPUT_BYTES,
+                extra_env=env,
+            )
+        finally:
+            sandbox.reap_escaped()
+
+    def agent_home(self) -> str:
+        return str(self._agent_dirs().home)
+
+    def agent_workdir(self) -> str:
+        return str(self._agent_dirs().repo)
+
+    def agent_instruction(self) -> str:
+        dirs = self._agent_dirs()
+        assert self._task is not None
+        return (
+            self._task_text(self._task, dirs, "your working directory")
+            + "\n\nNothing is interactive and there is no network. When you are done, stop: the repository is "
+            "graded as it then stands."
+        )
+
+    def _agent_dirs(self) -> SessionDirs:
+        if self._dirs is None or self._task is None:
+            raise ValueError("no episode: the orchestrator has not called reset yet")
+        if self.episode_done:
+            raise ValueError("the episode is over (submitted); nothing more runs until the next reset")
+        return self._dirs
+
     # --- internals --------------------------------------------------------------------------
 
     def _workspace(self) -> SessionDirs:
@@ -372,19 +426,29 @@ class MiniSweEnvironment(Environment[Action, MiniSweObservation, MiniSweState]):
                 params.append(name if name in schema.get("required", []) else f"{name}={prop.get('default')!r}")
             summary = spec.description.split("\n")[0]
             lines.append(f"- {spec.name}({', '.join(params)}): {summary}")
+        where = "the working directory of every tool; give paths relative to it"
+        return (
+            self._task_text(info, dirs, where)
+            + f" Commands time out after {sandbox.settings.command_timeout_s:g} s.\n\n"
+            + "Tools:\n"
+            + "\n".join(lines)
+            + "\n\nCall submit() when you are done."
+        )
+
+    def _task_text(self, info: TaskInfo, dirs: SessionDirs, where: str) -> str:
+        """The issue, where the repository is, and what is checked (the start of the prompt)."""
         git = (
             " The repository is a git repository with one commit, so `git diff` shows your changes."
-            if sandbox.has_git
+            if host().has_git
             else ""
         )
         return (
             f"You are fixing a bug in the Python repository `{info.repo}`, checked out at {dirs.repo} "
-            f"(the working directory of every tool; give paths relative to it).\n\n"
+            f"({where}).\n\n"
             f"Issue: {info.title}\n\n{info.issue}\n\n"
             f"Change the library code so that the issue is resolved. Hidden tests will check the fix, and the "
             f"repository's existing tests must keep passing; changes to test files are not kept. Run the tests "
-            f"with `python -m pytest -q`.{git} Commands time out after {sandbox.settings.command_timeout_s:g} s.\n\n"
-            f"Tools:\n" + "\n".join(lines) + "\n\nCall submit() when you are done."
+            f"with `python -m pytest -q`.{git}"
         )
 
 

@@ -516,16 +516,22 @@ class SandboxHost:
         timeout_s: float | None = None,
         stdin: str | None = None,
         max_output_bytes: int | None = None,
+        kill_after_output_bytes: int | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> CommandResult:
-        """Run an agent command in the session's workspace, as the sandbox user, under the limits."""
+        """Run an agent command in the session's workspace, as the sandbox user, under the limits
+        (`extra_env` is added to the command's environment)."""
         update: dict[str, Any] = {}
         if timeout_s is not None:
             update["timeout_s"] = timeout_s
         if max_output_bytes is not None:
             update["max_output_bytes"] = max_output_bytes
             update["kill_after_output_bytes"] = max(self.limits.kill_after_output_bytes, 4 * max_output_bytes)
+        if kill_after_output_bytes is not None:
+            update["kill_after_output_bytes"] = max(update.get("kill_after_output_bytes", 0), kill_after_output_bytes)
         limits = self.limits.model_copy(update=update) if update else self.limits
-        return self._command(command, cwd=dirs.repo, limits=limits, env=self.command_env(dirs), stdin=stdin)
+        env = {**self.command_env(dirs), **(extra_env or {})}
+        return self._command(command, cwd=dirs.repo, limits=limits, env=env, stdin=stdin)
 
     # --- grading ----------------------------------------------------------------------------
 

@@ -224,8 +224,8 @@ def test_submit_ends_the_episode(env: MiniSweEnvironment) -> None:
 
 def test_no_tool_returns_a_reward() -> None:
     schema = json.dumps(MiniSweEnvironment.tools_schema())
-    assert "run_tests" not in schema and "reward" not in schema
-    assert set(MiniSweEnvironment.orchestrator_calls) == {"run_tests"}
+    assert "run_tests" not in schema and "run_agent" not in schema and "reward" not in schema
+    assert set(MiniSweEnvironment.orchestrator_calls) == {"run_tests", "run_agent"}
 
 
 # --- run_tests and the grader --------------------------------------------------------------
