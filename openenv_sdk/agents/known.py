@@ -44,8 +44,9 @@ _MSWEA_VENV = f"${{OPENENV_AGENTS_DIR:-/tmp/openenv-agents}}/mini-swe-agent-{MIN
 marker; not under HOME, which a sandbox may remake for every episode. `OPENENV_AGENTS_DIR` moves it
 (a cache shared between runs, or a folder baked into the image)."""
 
-_MSWEA_REQUIREMENTS = (f"mini-swe-agent=={MINI_SWE_AGENT_VERSION}", "litellm[mcp]")
-"""What is installed. litellm's `mcp` extra is needed: litellm 1.106 imports `mcp` on every request
+_MSWEA_REQUIREMENTS = (f"mini-swe-agent=={MINI_SWE_AGENT_VERSION}", "litellm[mcp]==1.106.2")
+"""What is installed, pinned to the versions verified together (litellm is not pinned by
+mini-swe-agent, and a later one may behave differently). litellm's `mcp` extra is needed: litellm 1.106 imports `mcp` on every request
 that offers tools (a missing dependency of its own), and without it the tool-call agent dies on
 its first model call with `ModuleNotFoundError: No module named 'mcp'`."""
 
