@@ -14,6 +14,8 @@ from openenv_trainers.echo_task import echo_messages
 from openenv_trainers.errors import AccountingError
 from openenv_trainers.tiny_model import ECHO_TOOL
 
+from .tokens import mask_runs
+
 CALL = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "echo", "arguments": {"message": "a b"}}}]}
 RESULT = {"role": "tool", "name": "echo", "content": "a b"}
 ANSWER = {"role": "assistant", "content": "Done: a b"}
@@ -122,16 +124,6 @@ TWO_CALLS = {
 }
 
 
-def _runs(mask: list[int]) -> list[tuple[int, int]]:
-    runs, start = [], None
-    for i, m in enumerate([*mask, 0]):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs
-
 
 def _two_step_ledger(tokenizer: Any) -> TokenLedger:
     """Two tool steps: two results at once (named by `tool_call_id` and by `name`), then one unnamed."""
@@ -155,7 +147,7 @@ def test_the_tool_output_mask_is_exactly_the_bodies_of_tool_messages(tokenizer: 
     ledger = _two_step_ledger(tokenizer)
     mask = ledger.tool_output_mask()
     assert len(mask) == len(ledger.ids) == len(ledger.tool_output_names)
-    assert [tokenizer.decode(ledger.ids[s:e]) for s, e in _runs(mask)] == ["user\n<tool_response>\n x", "a b", "line 1\n  line 2\n"]
+    assert [tokenizer.decode(ledger.ids[s:e]) for s, e in mask_runs(mask)] == ["user\n<tool_response>\n x", "a b", "line 1\n  line 2\n"]
     # Every other environment token is scaffolding, and the prompt and sampled tokens are never marked.
     scaffold = tokenizer.decode([t for t, m, s in zip(ledger.ids, mask, ledger.mask, strict=True) if not m and not s][-40:])
     assert "<tool_response>\n" in scaffold and "<|im_start|>assistant\n" in scaffold
@@ -167,10 +159,10 @@ def test_the_tool_output_mask_is_exactly_the_bodies_of_tool_messages(tokenizer: 
 
 def test_tool_names_come_from_name_or_the_answered_tool_call_and_filter_the_mask(tokenizer: Any) -> None:
     ledger = _two_step_ledger(tokenizer)
-    runs = _runs(ledger.tool_output_mask())
+    runs = mask_runs(ledger.tool_output_mask())
     assert [set(ledger.tool_output_names[s:e]) for s, e in runs] == [{"grep"}, {"echo"}, {""}]
-    assert _runs(ledger.tool_output_mask(["echo"])) == [runs[1]]
-    assert _runs(ledger.tool_output_mask({"grep", ""})) == [runs[0], runs[2]]
+    assert mask_runs(ledger.tool_output_mask(["echo"])) == [runs[1]]
+    assert mask_runs(ledger.tool_output_mask({"grep", ""})) == [runs[0], runs[2]]
     assert ledger.tool_output_mask(["nothing"]) == [0] * len(ledger.ids)
     names = ledger.completion_tool_output_names
     assert ledger.completion_tool_output_mask(["grep"]) == [int(n == "grep") for n in names]
@@ -233,4 +225,4 @@ def test_a_template_that_trims_tool_outputs_still_gives_their_bodies(tokenizer: 
     first = _ids(trimming, tool_call_text("echo", {"message": "a b"}) + "<|im_end|>")
     ledger.add_sampled(first, [-0.5] * len(first), CALL)
     ledger.add_messages([{"role": "tool", "name": "echo", "content": "  a b\n"}])
-    assert [trimming.decode(ledger.ids[s:e]) for s, e in _runs(ledger.tool_output_mask())] == ["a b"]
+    assert [trimming.decode(ledger.ids[s:e]) for s, e in mask_runs(ledger.tool_output_mask())] == ["a b"]

@@ -25,6 +25,7 @@ from openenv_trainers.generation.server import create_completions_app
 from openenv_trainers.tiny_model import ECHO_TOOL
 
 from .conftest import serve
+from .tokens import forward_logprobs
 
 
 def _prompts(tokenizer: Any) -> list[list[int]]:
@@ -35,21 +36,13 @@ def _prompts(tokenizer: Any) -> list[list[int]]:
     return out
 
 
-def recomputed(model: Any, prompt: list[int], completion: list[int], temperature: float) -> torch.Tensor:
-    """log p(completion[i] | prompt + completion[:i]) from one forward pass at `temperature`."""
-    ids = torch.tensor([prompt + completion])
-    with torch.no_grad():
-        logits = model(ids).logits[0, len(prompt) - 1 : -1].float() / temperature
-    return logits.log_softmax(-1)[torch.arange(len(completion)), torch.tensor(completion)]
-
-
 @pytest.mark.parametrize("temperature", [1.0, 0.6])
 def test_processed_logprobs_equal_a_forward_pass_at_the_sampling_temperature(model: Any, tokenizer: Any, temperature: float) -> None:
     backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
     params = SamplingParams(max_tokens=24, temperature=temperature, stop_token_ids=(tokenizer.eos_token_id,), seed=0)
     prompts = _prompts(tokenizer)
     for prompt, completion in zip(prompts, backend.generate(prompts, params), strict=True):
-        reference = recomputed(model, prompt, completion.token_ids, temperature)
+        reference = forward_logprobs(model, prompt, completion.token_ids, temperature)
         assert torch.allclose(torch.tensor(completion.logprobs), reference, atol=1e-4)
         if completion.finish_reason == "stop":
             assert completion.token_ids[-1] == tokenizer.eos_token_id
@@ -61,7 +54,7 @@ def test_raw_logprobs_ignore_the_temperature(model: Any, tokenizer: Any) -> None
     backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id, logprobs_mode="raw_logprobs")
     prompt = _prompts(tokenizer)[0]
     [completion] = backend.generate([prompt], SamplingParams(max_tokens=8, temperature=0.5, seed=1))
-    assert torch.allclose(torch.tensor(completion.logprobs), recomputed(model, prompt, completion.token_ids, 1.0), atol=1e-4)
+    assert torch.allclose(torch.tensor(completion.logprobs), forward_logprobs(model, prompt, completion.token_ids, 1.0), atol=1e-4)
 
 
 def test_concurrent_async_requests_are_batched_and_each_gets_its_own_completion(model: Any, tokenizer: Any) -> None:
@@ -83,7 +76,7 @@ def test_concurrent_async_requests_are_batched_and_each_gets_its_own_completion(
     results = asyncio.run(run())
     assert calls == [len(prompts)]
     for prompt, completion in zip(prompts, results, strict=True):
-        assert torch.allclose(torch.tensor(completion.logprobs), recomputed(model, prompt, completion.token_ids, 1.0), atol=1e-4)
+        assert torch.allclose(torch.tensor(completion.logprobs), forward_logprobs(model, prompt, completion.token_ids, 1.0), atol=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -128,7 +121,7 @@ def test_the_client_gets_token_ids_and_processed_logprobs_over_http(model: Any, 
 
     single = asyncio.run(one())
     for prompt, completion in [*zip(prompts, batch, strict=True), (prompts[1], single)]:
-        reference = recomputed(model, prompt, completion.token_ids, 0.7)
+        reference = forward_logprobs(model, prompt, completion.token_ids, 0.7)
         assert torch.allclose(torch.tensor(completion.logprobs), reference, atol=1e-4)
     client.close()
 

@@ -37,6 +37,7 @@ from openenv_sdk.agents import BUILTIN_AGENT, AgentLaunch, AgentSpec
 from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
 
 from .conftest import REPO
+from .tokens import forward_logprobs, mask_runs
 
 TERMINAL_DIR = REPO / "environments" / "terminal"
 ECHO_AGENT_SOURCE = (Path(__file__).parent / "agents" / "echo_agent.py").read_text()
@@ -89,19 +90,13 @@ def _check_rows_match_forward_pass(model: Any, tokenizer: Any, result: AgentEpis
     returns how many sampled tokens were checked."""
     checked = 0
     for segment in result.segments:
-        ids = torch.tensor(segment.input_ids)
-        mask = [0] * len(segment.prompt_ids) + segment.completion_mask
-        logprobs = [math.nan] * len(segment.prompt_ids) + segment.completion_logprobs
-        with torch.no_grad():
-            logits = model(ids[None]).logits[0, :-1].float() / TEMPERATURE
-        recomputed = logits.log_softmax(-1)[torch.arange(len(ids) - 1), ids[1:]]
-        positions = [p for p, m in enumerate(mask) if m]
-        assert positions and positions[0] >= len(segment.prompt_ids)
+        recomputed = forward_logprobs(model, segment.prompt_ids, segment.completion_ids, TEMPERATURE)
+        positions = [p for p, m in enumerate(segment.completion_mask) if m]
+        assert positions
         torch.testing.assert_close(
-            torch.tensor([logprobs[p] for p in positions]), recomputed[torch.tensor(positions) - 1], atol=1e-4, rtol=0
+            torch.tensor([segment.completion_logprobs[p] for p in positions]), recomputed[positions], atol=1e-4, rtol=0
         )
-        assert all(math.isnan(logprobs[p]) for p in range(len(mask)) if not mask[p])
-        assert sum(segment.completion_mask) == len(positions)
+        assert all(math.isnan(x) for x, m in zip(segment.completion_logprobs, segment.completion_mask, strict=True) if not m)
         checked += len(positions)
     return checked
 
@@ -227,8 +222,7 @@ def test_an_agents_calls_become_one_exact_row(server: InterceptionServer, backen
     assert len(result.segments) == 1 and result.segments[0].model_calls == result.model_calls
     assert _check_rows_match_forward_pass(model, tokenizer, result) > 0
     row = result.segments[0]
-    runs = [i for i, (a, b) in enumerate(zip([0, *row.completion_mask], row.completion_mask, strict=False)) if b and not a]
-    assert len(runs) == result.model_calls  # one run of mask-1 tokens per model call
+    assert len(mask_runs(row.completion_mask)) == result.model_calls  # one run of mask-1 tokens per model call
     assert row.completion_ids[0:1] and tokenizer.decode(row.prompt_ids).count("hello sandbox") == 1
     # The tool results' bodies (what the agent's echo returned) are marked for SFT on tool outputs.
     bodies = [m["content"] for m in row.messages if m["role"] == "tool"]

@@ -11,6 +11,7 @@ from openenv_trainers.rollout import EnvRolloutFunc, env_reward
 from openenv_trainers.sources import EnvSource
 
 from .conftest import echo_rubric
+from .tokens import mask_runs
 
 
 class RecordingRollouts(EnvRolloutFunc):
@@ -72,11 +73,11 @@ def test_grpo_trainer_trains_through_the_rollout_func(model: Any, tokenizer: Any
             assert len(ids) == len(mask) == len(logprobs) <= 128
             # mask 1 exactly where logprobs exist; every sampled run ends with the end-of-turn token
             assert [m == 1 for m in mask] == [not math.isnan(lp) for lp in logprobs]
-            runs = _runs(mask)
+            runs = mask_runs(mask)
             assert len(runs) == episode.turns
             for start, end in runs[:-1]:
                 assert ids[end - 1] == eos
-            for start, end in _runs([1 - m for m in mask]):  # environment tokens: a tool result, then the next prompt
+            for start, end in mask_runs([1 - m for m in mask]):  # environment tokens: a tool result, then the next prompt
                 text = tokenizer.decode(ids[start:end])
                 assert text.startswith("\n<|im_start|>user\n<tool_response>\n") and text.endswith("<|im_start|>assistant\n")
             multi_turn += episode.turns > 1
@@ -90,13 +91,3 @@ def test_grpo_trainer_trains_through_the_rollout_func(model: Any, tokenizer: Any
     assert rollouts._loop is None  # closed at the end of training
 
 
-def _runs(mask: list[int]) -> list[tuple[int, int]]:
-    """[start, end) of each run of 1s."""
-    runs, start = [], None
-    for i, m in enumerate([*mask, 0]):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs

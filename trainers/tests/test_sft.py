@@ -23,6 +23,7 @@ from openenv_trainers.sources import EnvSource
 from torch.testing import assert_close
 
 from .conftest import echo_rubric
+from .tokens import mask_runs
 
 # Two sequences of 8 positions: 1 = sampled (RL loss), 2 = tool-output body (SFT), 0 = neither
 # (scaffolding, padding).
@@ -226,7 +227,7 @@ def test_grpo_with_sft_on_tool_outputs_adds_exactly_alpha_times_the_cross_entrop
         assert len(mask) == len(names) == len(ids)
         assert {name for name, m in zip(names, mask, strict=True) if m} <= {"echo"}
         bodies = [m["content"] for m in episode.completion_messages if m["role"] == "tool"]
-        assert [tokenizer.decode(ids[s:e]) for s, e in _runs(mask)] == [b for b in bodies if b]
+        assert [tokenizer.decode(ids[s:e]) for s, e in mask_runs(mask)] == [b for b in bodies if b]
         n_tool += sum(mask)
     assert n_tool > 0, "no episode called the tool: nothing to test"
     # The columns reach the trainer, not the reward functions.
@@ -263,13 +264,3 @@ def test_the_trainer_refuses_sft_without_a_mask(model: Any, tokenizer: Any) -> N
                                     train_dataset=Dataset.from_list(echo_rows(2)), tool_output_sft=ToolOutputSFT(alpha=0.1))
 
 
-def _runs(mask: list[int]) -> list[tuple[int, int]]:
-    """[start, end) of each run of 1s."""
-    runs, start = [], None
-    for i, m in enumerate([*mask, 0]):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs

@@ -31,6 +31,7 @@ from openenv_trainers.sources import EnvSource
 from openenv_trainers.worker import EnvRolloutWorker, WorkerConfig, rollout_sample_type
 
 from .conftest import ECHO_DIR, echo_rubric, serve
+from .tokens import mask_runs
 
 TEMPERATURE = 0.8
 
@@ -63,16 +64,6 @@ def _take(worker: EnvRolloutWorker, n: int, *, timeout_s: float = 120.0) -> list
             worker.check_health(60)
     return samples
 
-
-def _runs(mask: list[int]) -> list[tuple[int, int]]:
-    runs, start = [], None
-    for i, m in enumerate([*mask, 0]):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            runs.append((start, i))
-            start = None
-    return runs
 
 
 def test_worker_satisfies_trls_rollout_worker_protocol(tokenizer: Any) -> None:
@@ -132,7 +123,7 @@ def test_samples_over_http_have_exact_logprobs_masks_and_zero_sum_advantages(
         assert all(math.isnan(x) for p, x in enumerate(sample.old_log_probs) if not mask[p])
         # mask 1 exactly on sampled tokens: every sampled run but a truncated last one ends the turn,
         # and everything between runs is the template's tool-result scaffolding
-        runs = _runs(mask)
+        runs = mask_runs(mask)
         assert len(runs) == sample.metrics["episode/turns"]
         for _, end in runs[:-1]:
             assert sample.input_ids[end - 1] == eos
