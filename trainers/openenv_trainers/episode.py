@@ -24,7 +24,7 @@ from .accounting import TokenLedger
 from .chat import ToolCall, parse_assistant, tool_result_text
 from .generation.base import GenerationBackend, SamplingParams, check_completion
 
-__all__ = ["EpisodeConfig", "EpisodeResult", "run_episode"]
+__all__ = ["EpisodeConfig", "EpisodeResult", "Segment", "run_episode"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +44,30 @@ class EpisodeConfig:
     def __post_init__(self) -> None:
         if self.max_turns < 1 or self.max_completion_tokens < 1:
             raise ValueError("max_turns and max_completion_tokens must be at least 1")
+
+
+@dataclass
+class Segment:
+    """One training row: a conversation as the exact tokens sampled (a tool-calling episode is one;
+    a black-box agent's episode may hold several, `intercept.AgentEpisodeResult.segments`)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    completion_mask: list[int]
+    """1 on the tokens the policy sampled (end-of-turn included), 0 on everything else."""
+    completion_logprobs: list[float]
+    """The sampling logprob at mask-1 positions, NaN elsewhere."""
+    completion_tool_output_mask: list[int]
+    """1 on the bodies of tool results (for SFT on tool outputs), 0 elsewhere."""
+    completion_tool_names: list[str | None]
+    """The tool whose result each token's body belongs to (None outside tool results)."""
+    messages: list[dict[str, Any]]
+    prompt_message_count: int
+    model_calls: int
+
+    @property
+    def input_ids(self) -> list[int]:
+        return self.prompt_ids + self.completion_ids
 
 
 @dataclass
@@ -87,6 +111,23 @@ class EpisodeResult:
     @property
     def completion_messages(self) -> list[dict[str, Any]]:
         return self.messages[self.prompt_message_count :]
+
+    def rows(self) -> list[Segment]:
+        """The training rows of this episode: one, the whole conversation."""
+        n = len(self.completion_ids)
+        return [
+            Segment(
+                prompt_ids=list(self.prompt_ids),
+                completion_ids=list(self.completion_ids),
+                completion_mask=list(self.completion_mask),
+                completion_logprobs=list(self.completion_logprobs),
+                completion_tool_output_mask=list(self.completion_tool_output_mask or [0] * n),
+                completion_tool_names=list(self.completion_tool_names or [None] * n),
+                messages=list(self.messages),
+                prompt_message_count=self.prompt_message_count,
+                model_calls=self.turns,
+            )
+        ]
 
 
 async def run_episode(

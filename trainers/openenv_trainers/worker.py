@@ -51,7 +51,7 @@ import numpy as np
 from ._aio import LoopThread
 from .advantages import GroupFilter, group_advantages
 from .chat import tool_schemas
-from .episode import EpisodeConfig, EpisodeResult, run_episode
+from .episode import EpisodeConfig, EpisodeResult, Segment, run_episode
 from .errors import (
     AccountingError,
     GenerationError,
@@ -59,7 +59,6 @@ from .errors import (
     WorkerStarved,
     WorkerStuck,
 )
-from .intercept.episode import Segment, rows_of
 from .sources import EnvSource
 from .tasks import split_task
 from .trl_env import TRL_COLUMNS
@@ -476,7 +475,7 @@ class EnvRolloutWorker:
         samples = 0
         for episode, advantage in zip(kept, advantages, strict=True):
             # One row per segment: a black-box agent's episode may hold several conversations.
-            for segment in rows_of(episode):
+            for segment in episode.rows():
                 await self._put(self._sample(episode, segment, advantage, version, group_id, reward_std))
                 samples += 1
         self._count("samples", samples)

@@ -7,12 +7,11 @@
   with exact token ids, masks and logprobs; `AgentEpisodeRunner` plugs into `EnvRolloutWorker`.
 """
 
+from ..episode import Segment
 from .episode import (
     AgentEpisodeConfig,
     AgentEpisodeResult,
     AgentEpisodeRunner,
-    Segment,
-    rows_of,
     run_agent_episode,
 )
 from .messages import normalize_messages, normalize_tools
@@ -28,6 +27,5 @@ __all__ = [
     "Segment",
     "normalize_messages",
     "normalize_tools",
-    "rows_of",
     "run_agent_episode",
 ]

@@ -35,13 +35,13 @@ from openenv_sdk.rubric import agrade
 
 from ..accounting import TokenLedger
 from ..chat import parse_assistant
-from ..episode import EpisodeResult
+from ..episode import EpisodeResult, Segment
 from ..errors import AccountingError, EpisodeError, GenerationError
 from ..generation.base import GenerationBackend, SamplingParams, check_completion
 from .messages import normalize_messages, normalize_tools
 from .server import InterceptedRequest, InterceptionServer
 
-__all__ = ["AgentEpisodeConfig", "AgentEpisodeResult", "AgentEpisodeRunner", "Segment", "run_agent_episode"]
+__all__ = ["AgentEpisodeConfig", "AgentEpisodeResult", "AgentEpisodeRunner", "run_agent_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,29 +81,6 @@ class AgentEpisodeConfig:
 
 
 @dataclass
-class Segment:
-    """One training row: a conversation the agent kept extending, as the exact tokens sampled."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    completion_mask: list[int]
-    """1 on the tokens the policy sampled (end-of-turn included), 0 on the agent's and environment's."""
-    completion_logprobs: list[float]
-    """The sampling logprob at mask-1 positions, NaN elsewhere."""
-    completion_tool_output_mask: list[int]
-    """1 on the bodies of tool results (for SFT on tool outputs), 0 elsewhere."""
-    completion_tool_names: list[str | None]
-    """The tool whose result each token's body belongs to (None outside tool results)."""
-    messages: list[dict[str, Any]]
-    prompt_message_count: int
-    model_calls: int
-
-    @property
-    def input_ids(self) -> list[int]:
-        return self.prompt_ids + self.completion_ids
-
-
-@dataclass
 class AgentEpisodeResult(EpisodeResult):
     """An `EpisodeResult` whose rows are `segments` (the first one also fills the inherited fields)."""
 
@@ -113,6 +90,19 @@ class AgentEpisodeResult(EpisodeResult):
     model_calls: int = 0
     refused_calls: int = 0
 
+    def rows(self) -> list[Segment]:
+        """One row per segment (a rewritten history starts a new one)."""
+        return list(self.segments)
+
+
+@dataclass
+class _Conversation:
+    """One ledger the agent's calls extend, and how many of them it holds."""
+
+    ledger: TokenLedger
+    prompt_message_count: int
+    calls: int = 0
+
 
 class _Recorder:
     """Turns intercepted calls into ledgers (segments), answering each with the policy."""
@@ -121,7 +111,7 @@ class _Recorder:
         self.backend = backend
         self.tokenizer = tokenizer
         self.config = config
-        self.ledgers: list[tuple[TokenLedger, int, int]] = []  # (ledger, prompt message count, calls)
+        self.conversations: list[_Conversation] = []
         self.truncated = False
         self.generation_s = 0.0
         self.calls = 0
@@ -157,8 +147,7 @@ class _Recorder:
         message = normalize_messages([message])[0]
         ledger.add_sampled(completion.token_ids, completion.logprobs, message)
         self.calls += 1
-        last = self.ledgers[-1]
-        self.ledgers[-1] = (last[0], last[1], last[2] + 1)
+        self.conversations[-1].calls += 1
         if completion.finish_reason == "length":
             self.truncated = True
         request.respond(
@@ -169,8 +158,8 @@ class _Recorder:
         )
 
     def _ledger_for(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> TokenLedger:
-        if self.ledgers:
-            ledger = self.ledgers[-1][0]
+        if self.conversations:
+            ledger = self.conversations[-1].ledger
             known = len(ledger.messages)
             if (
                 ledger.tools == tools
@@ -191,28 +180,25 @@ class _Recorder:
             chat_template_kwargs=self.config.chat_template_kwargs,
             end_of_turn_ids=self.stop,
         )
-        self.ledgers.append((ledger, len(messages), 0))
+        self.conversations.append(_Conversation(ledger, len(messages)))
         return ledger
 
     def segments(self) -> list[Segment]:
-        out = []
-        for ledger, prompt_count, calls in self.ledgers:
-            if calls == 0:
-                continue
-            out.append(
-                Segment(
-                    prompt_ids=list(ledger.prompt_ids),
-                    completion_ids=ledger.completion_ids,
-                    completion_mask=ledger.completion_mask,
-                    completion_logprobs=ledger.completion_logprobs,
-                    completion_tool_output_mask=ledger.completion_tool_output_mask(),
-                    completion_tool_names=list(ledger.completion_tool_output_names),
-                    messages=list(ledger.messages),
-                    prompt_message_count=prompt_count,
-                    model_calls=calls,
-                )
+        return [
+            Segment(
+                prompt_ids=list(c.ledger.prompt_ids),
+                completion_ids=c.ledger.completion_ids,
+                completion_mask=c.ledger.completion_mask,
+                completion_logprobs=c.ledger.completion_logprobs,
+                completion_tool_output_mask=c.ledger.completion_tool_output_mask(),
+                completion_tool_names=list(c.ledger.completion_tool_output_names),
+                messages=list(c.ledger.messages),
+                prompt_message_count=c.prompt_message_count,
+                model_calls=c.calls,
             )
-        return out
+            for c in self.conversations
+            if c.calls
+        ]
 
 
 def _canonical(message: Mapping[str, Any]) -> str:
@@ -408,23 +394,4 @@ class AgentEpisodeRunner:
             seed=seed,
             instruction=instruction,
         )
-
-
-def rows_of(episode: EpisodeResult) -> list[Segment]:
-    """The training rows of an episode: its segments, or the one row a tool-calling episode is."""
-    if isinstance(episode, AgentEpisodeResult):
-        return list(episode.segments)
-    return [
-        Segment(
-            prompt_ids=list(episode.prompt_ids),
-            completion_ids=list(episode.completion_ids),
-            completion_mask=list(episode.completion_mask),
-            completion_logprobs=list(episode.completion_logprobs),
-            completion_tool_output_mask=list(episode.completion_tool_output_mask or [0] * len(episode.completion_ids)),
-            completion_tool_names=list(episode.completion_tool_names or [None] * len(episode.completion_ids)),
-            messages=list(episode.messages),
-            prompt_message_count=episode.prompt_message_count,
-            model_calls=episode.turns,
-        )
-    ]
 
