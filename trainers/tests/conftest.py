@@ -82,3 +82,12 @@ def echo_rubric() -> Any:
     from openenv_trainers.echo_task import ExactEchoGrader
 
     return ExactEchoGrader()
+
+
+def cpu_grpo_args(name: str, **settings: Any) -> Any:
+    """A `GRPOConfig` for a short CPU run: no bf16, no reports or checkpoints, seed 0, a log line
+    every step; `settings` are the test's own (batch, lengths, steps, optimizer, temperature)."""
+    from trl import GRPOConfig
+
+    defaults = {"use_cpu": True, "bf16": False, "logging_steps": 1, "report_to": [], "save_strategy": "no", "seed": 0}
+    return GRPOConfig(output_dir=f"/tmp/openenv-trainers-test-{name}", **{**defaults, **settings})

@@ -10,7 +10,7 @@ from openenv_trainers.echo_task import echo_rows
 from openenv_trainers.rollout import EnvRolloutFunc, env_reward
 from openenv_trainers.sources import EnvSource
 
-from .conftest import echo_rubric
+from .conftest import cpu_grpo_args, echo_rubric
 from .tokens import mask_runs
 
 
@@ -29,24 +29,18 @@ class RecordingRollouts(EnvRolloutFunc):
 
 def test_grpo_trainer_trains_through_the_rollout_func(model: Any, tokenizer: Any, echo_url: str) -> None:
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     rollouts = RecordingRollouts(EnvSource(echo_url), rubric=echo_rubric(), max_turns=3, max_turn_tokens=48)
     before = [p.detach().clone() for p in model.parameters()]
-    args = GRPOConfig(
-        output_dir="/tmp/openenv-trainers-test-rollout",
-        use_cpu=True,
-        bf16=False,
+    args = cpu_grpo_args(
+        "rollout",
         per_device_train_batch_size=8,
         num_generations=4,
         max_completion_length=128,
         max_steps=2,
         learning_rate=1e-3,
         temperature=0.8,
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        seed=0,
     )
     trainer = GRPOTrainer(
         model=model,

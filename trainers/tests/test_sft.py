@@ -22,7 +22,7 @@ from openenv_trainers.sft import (
 from openenv_trainers.sources import EnvSource
 from torch.testing import assert_close
 
-from .conftest import echo_rubric
+from .conftest import cpu_grpo_args, echo_rubric
 from .tokens import mask_runs
 
 # Two sequences of 8 positions: 1 = sampled (RL loss), 2 = tool-output body (SFT), 0 = neither
@@ -155,16 +155,13 @@ class RecordingRollouts(EnvRolloutFunc):
 
 def _train_one_step(model: Any, tokenizer: Any, rollout_func: Any, config: ToolOutputSFT, seen: list[set[str]]) -> Any:
     from datasets import Dataset
-    from trl import GRPOConfig
 
     def reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float]:
         seen.append(set(kwargs))
         return [float(r) for r in env_reward]
 
-    args = GRPOConfig(
-        output_dir="/tmp/openenv-trainers-test-sft",
-        use_cpu=True,
-        bf16=False,
+    args = cpu_grpo_args(
+        "sft",
         per_device_train_batch_size=8,
         num_generations=4,
         max_completion_length=128,
@@ -176,10 +173,6 @@ def _train_one_step(model: Any, tokenizer: Any, rollout_func: Any, config: ToolO
         lr_scheduler_type="constant",
         max_grad_norm=0.0,
         temperature=1.0,  # TRL's logprobs are of logits / temperature: 1 keeps them the plain ones
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        seed=0,
     )
     trainer = SFTOnToolOutputsGRPOTrainer(
         model=model,
@@ -255,10 +248,8 @@ def test_grpo_with_sft_on_tool_outputs_adds_exactly_alpha_times_the_cross_entrop
 
 def test_the_trainer_refuses_sft_without_a_mask(model: Any, tokenizer: Any) -> None:
     from datasets import Dataset
-    from trl import GRPOConfig
 
-    args = GRPOConfig(output_dir="/tmp/openenv-trainers-test-sft", use_cpu=True, bf16=False, report_to=[],
-                      per_device_train_batch_size=2, num_generations=2, max_steps=1)
+    args = cpu_grpo_args("sft", per_device_train_batch_size=2, num_generations=2, max_steps=1)
     with pytest.raises(TrainerError, match="needs a rollout_func"):
         SFTOnToolOutputsGRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[env_reward], args=args,
                                     train_dataset=Dataset.from_list(echo_rows(2)), tool_output_sft=ToolOutputSFT(alpha=0.1))

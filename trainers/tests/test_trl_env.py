@@ -15,7 +15,7 @@ from openenv_trainers.trl_env import (
     python_tool_signature,
 )
 
-from .conftest import WORDLE_DIR, echo_rubric
+from .conftest import WORDLE_DIR, cpu_grpo_args, echo_rubric
 
 
 def test_a_wordle_folder_becomes_a_trl_environment_with_its_tools_and_grader() -> None:
@@ -79,14 +79,12 @@ def test_signatures_follow_the_json_schema() -> None:
 
 def test_grpo_trainer_trains_through_the_environment_factory(model: Any, tokenizer: Any, echo_url: str) -> None:
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     factory = EnvironmentFactory(EnvSource(echo_url), rubric=echo_rubric(), class_name="EchoEnv")
     before = [p.detach().clone() for p in model.parameters()]
-    args = GRPOConfig(
-        output_dir="/tmp/openenv-trainers-test-factory",
-        use_cpu=True,
-        bf16=False,
+    args = cpu_grpo_args(
+        "factory",
         per_device_train_batch_size=4,
         num_generations=4,
         max_completion_length=96,
@@ -94,10 +92,6 @@ def test_grpo_trainer_trains_through_the_environment_factory(model: Any, tokeniz
         max_steps=2,
         learning_rate=1e-3,
         temperature=0.8,
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        seed=0,
     )
     trainer = GRPOTrainer(
         model=model,
