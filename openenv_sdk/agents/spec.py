@@ -65,7 +65,7 @@ class AgentSpec(BaseModel):
 
     @field_validator("config_path")
     @classmethod
-    def _config_needs_content(cls, value: str | None) -> str | None:
+    def _config_path_not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("config_path is empty")
         return value
