@@ -1,0 +1,30 @@
+"""Sandboxes for agent commands: one per session, built on bubblewrap.
+
+- `Sandbox`: a session's uid, private folder and namespaced commands (`run`, `popen`, `close`).
+- `run_command`: one command under limits without namespaces (trusted helpers, the opt-out).
+- `isolation_mode` / `isolation_report`: whether isolation can be had here; `IsolationUnavailable`
+  says what is missing; `OPT_OUT_ENV` runs unisolated on purpose.
+"""
+
+from ._fs import chown_tree, remove_tree
+from ._isolation import OPT_OUT_ENV, Isolation, IsolationUnavailable, isolation_mode, isolation_report
+from ._limits import CommandResult, SandboxLimits
+from ._run import kill_session, run_command
+from ._sandbox import Mount, Sandbox, kill_uid
+
+__all__ = [
+    "OPT_OUT_ENV",
+    "CommandResult",
+    "Isolation",
+    "IsolationUnavailable",
+    "Mount",
+    "Sandbox",
+    "SandboxLimits",
+    "chown_tree",
+    "isolation_mode",
+    "isolation_report",
+    "kill_session",
+    "kill_uid",
+    "remove_tree",
+    "run_command",
+]

@@ -1,0 +1,91 @@
+"""Whether sessions can be isolated here, and the explicit opt-out.
+
+Isolation is bubblewrap (`bwrap`, packaged by Debian): each command runs in its own user,
+pid, mount, network, IPC and UTS namespaces. It is probed once per process by running a real
+sandboxed `true`. Where it cannot be had, sandboxed environments refuse to start with an error
+that says what is missing, unless the operator opts out with `OPENENV_UNSAFE_NO_ISOLATION=1`
+(or `openenv serve --no-isolation`): then commands run unisolated, and `/health` and
+`openenv validate` say so.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+import shutil
+import subprocess
+
+__all__ = ["OPT_OUT_ENV", "Isolation", "IsolationUnavailable", "isolation_mode", "isolation_report"]
+
+OPT_OUT_ENV = "OPENENV_UNSAFE_NO_ISOLATION"
+"""Set to 1 to run sandboxed environments without isolation (development only)."""
+
+CONTAINER_HINT = (
+    "inside a container, bubblewrap needs `--security-opt seccomp=unconfined` and "
+    "`--security-opt unmask=/proc/*` (Podman) or `--security-opt systempaths=unconfined` (Docker); "
+    "the SDK's providers ask for them when the manifest has a `sandbox:` block"
+)
+
+
+class Isolation(str, enum.Enum):
+    """How agent commands are isolated."""
+
+    BWRAP = "bubblewrap"
+    """Own uid (as root), user/pid/mount/net/ipc/uts namespaces per command."""
+    NONE = "none"
+    """Opted out: the server's namespaces; an unprivileged user when root. Not a sandbox."""
+
+
+class IsolationUnavailable(RuntimeError):
+    """Sessions cannot be isolated here; the message says what is missing and how to fix it."""
+
+
+def opted_out() -> bool:
+    return os.environ.get(OPT_OUT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@functools.cache
+def probe() -> str | None:
+    """None when a bubblewrap sandbox starts here; else why not."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    from ._sandbox import probe_argv  # the same arguments a session uses
+
+    try:
+        run = subprocess.run(probe_argv(), capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"bubblewrap could not be started: {e}"
+    if run.returncode != 0:
+        why = run.stderr.decode(errors="replace").strip()[-300:]
+        return f"bubblewrap failed here ({why}); {CONTAINER_HINT}"
+    return None
+
+
+def isolation_mode() -> Isolation:
+    """The isolation sessions get here.
+
+    Raises:
+        IsolationUnavailable: bubblewrap cannot run and the operator did not opt out.
+    """
+    if opted_out():
+        return Isolation.NONE
+    why = probe()
+    if why is not None:
+        raise IsolationUnavailable(
+            f"agent commands cannot be isolated: {why}. To run without isolation anyway (development "
+            f"only: sessions then share a user and see each other), set {OPT_OUT_ENV}=1 or pass "
+            f"`openenv serve --no-isolation`."
+        )
+    return Isolation.BWRAP
+
+
+def isolation_report() -> dict[str, str | bool]:
+    """For `/health` and `openenv validate`: the mode, and why when it is not isolated."""
+    if opted_out():
+        return {"isolated": False, "mode": Isolation.NONE.value, "detail": f"opted out ({OPT_OUT_ENV}=1)"}
+    why = probe()
+    if why is not None:
+        return {"isolated": False, "mode": "unavailable", "detail": why}
+    return {"isolated": True, "mode": Isolation.BWRAP.value, "detail": "uid, pid, mount, network namespaces per command"}

@@ -1,0 +1,443 @@
+"""One session's sandbox: a uid of its own, a private folder, every command in fresh namespaces.
+
+`Sandbox` is what sandboxed environments hold, one per session (episode). Under bubblewrap
+(`Isolation.BWRAP`), each command:
+
+- runs as the session's own uid (leased from a pool shared by every server on the host when the
+  server is root; the server's uid otherwise), with no supplementary groups;
+- in new user, pid, mount, IPC and UTS namespaces, and a new network namespace unless asked
+  (`network=True`): it sees only its own processes (`kill -9 -1` reaches nobody else), and its
+  127.0.0.1 is its own (the server's API is unreachable);
+- sees a read-only system (`/usr`, `/etc`, the Python runtime), a fresh `/tmp`, `/proc` and
+  `/dev`, its session folder (`root`) and whatever the caller mounts; nothing else of the host
+  (no environment folder, no `hidden/`, no other session, no grading tree);
+- ends with every process it started: when the command exits or hits its limits, its pid
+  namespace is killed, so nothing outlives it (`setsid`, double forks and `nohup` included).
+
+`close()` kills whatever is left of the uid, removes the folder and returns the uid.
+With the opt-out (`Isolation.NONE`) commands run through `run_command`: same limits, no
+namespaces; `/health` and `openenv validate` say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import signal
+import site
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._fs import remove_tree
+from ._isolation import Isolation, isolation_mode
+from ._limits import CommandResult, SandboxLimits
+from ._run import DEFAULT_PATH, _user_ids, apply_limits, count_processes, kill_session, run_command, run_process
+
+__all__ = ["Mount", "Sandbox"]
+
+UID_BASE_ENV = "OPENENV_SANDBOX_UID_BASE"
+UID_COUNT_ENV = "OPENENV_SANDBOX_UID_COUNT"
+DEFAULT_UID_BASE = 62000
+DEFAULT_UID_COUNT = 2000
+LEASE_DIR = Path("/run/openenv-sandbox")
+SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+NOBODY = 65534
+
+
+class Mount(BaseModel):
+    """A host path made visible in the sandbox."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: Path = Field(description="The host path.")
+    target: Path | None = Field(default=None, description="Where it appears in the sandbox (default: the same path).")
+    writable: bool = Field(default=False, description="Read-write; read-only by default.")
+
+
+# --- the bubblewrap command line ---------------------------------------------------------------
+
+
+def _runtime_dirs() -> list[str]:
+    """The running Python's prefixes and site-packages: what `python3` in the sandbox needs."""
+    dirs = {sys.base_prefix, sys.prefix, *site.getsitepackages()}
+    dirs.add(str(Path(sys.executable).resolve().parent.parent))
+    kept = []
+    for folder in sorted(dirs, key=len):
+        if not os.path.isdir(folder) or any(folder == s or folder.startswith(s + "/") for s in ("/usr", *kept)):
+            continue
+        kept.append(folder)
+    return kept
+
+
+def _system_args() -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for folder in _runtime_dirs():
+        args += ["--ro-bind", folder, folder]
+    return args
+
+
+def base_argv(*, network: bool, cwd: str) -> list[str]:
+    """bubblewrap's arguments for one command, up to (not including) `--`."""
+    argv = [
+        "bwrap",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+        *_system_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/dev/shm",
+    ]
+    if not network:
+        argv.insert(1, "--unshare-net")
+    if os.geteuid() != 0:
+        argv.insert(1, "--unshare-user")  # unprivileged: the user namespace maps our own uid
+    return [*argv, "--chdir", cwd]
+
+
+def drop_to(uid: int, gid: int) -> list[str]:
+    """As root, bubblewrap sets up the namespaces and mounts (it can reach every source path);
+    the command itself then runs as `uid` with no capabilities and no way to gain any."""
+    return [
+        "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+        "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+    ]  # fmt: skip
+
+
+def probe_argv() -> list[str]:
+    """The isolation probe: a sandboxed `true`, as nobody when root (like a session)."""
+    drop = drop_to(NOBODY, NOBODY) if os.geteuid() == 0 else []
+    return [*base_argv(network=False, cwd="/"), "--", *drop, "/bin/sh", "-c", "exit 0"]
+
+
+# --- uids: one per session, leased across every server on the host ---------------------------
+
+
+class _UidLease:
+    """A uid held through an flock on `/run/openenv-sandbox/<uid>.lock` (released if we die)."""
+
+    def __init__(self) -> None:
+        base = int(os.environ.get(UID_BASE_ENV, DEFAULT_UID_BASE))
+        count = int(os.environ.get(UID_COUNT_ENV, DEFAULT_UID_COUNT))
+        LEASE_DIR.mkdir(mode=0o700, exist_ok=True)
+        for uid in range(base, base + count):
+            fd = os.open(LEASE_DIR / f"{uid}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                os.close(fd)
+                if e.errno in (errno.EAGAIN, errno.EACCES):
+                    continue
+                raise
+            with _held_lock:
+                if uid in _held:  # flock is per open file: this process may hold it already
+                    os.close(fd)
+                    continue
+                _held.add(uid)
+            self.uid, self._fd = uid, fd
+            return
+        raise RuntimeError(
+            f"all {count} sandbox uids from {base} are in use; raise {UID_COUNT_ENV} or close sessions"
+        )
+
+    def release(self) -> None:
+        with _held_lock:
+            _held.discard(self.uid)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+_held: set[int] = set()
+_held_lock = threading.Lock()
+
+
+def kill_uid(uid: int, *, rounds: int = 50) -> int:
+    """SIGKILL every process of `uid` (any namespace) until none is left; returns how many."""
+    killed = 0
+    me = os.getpid()
+    for _ in range(rounds):
+        found = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and int(entry.name) != me:
+                with contextlib.suppress(OSError):
+                    if entry.stat().st_uid == uid:
+                        found.append(int(entry.name))
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.01)
+    return killed
+
+
+# --- the sandbox ----------------------------------------------------------------------------------
+
+
+class Sandbox:
+    """One session's sandbox (see the module's docstring)."""
+
+    def __init__(
+        self,
+        *,
+        limits: SandboxLimits | None = None,
+        name: str = "session",
+        base_dir: str | Path | None = None,
+        mounts: Sequence[Mount] = (),
+        isolation: Isolation | None = None,
+    ) -> None:
+        """Lease a uid and make the session's folder (with `work/`, the default working directory).
+
+        Args:
+            limits: the default limits of each command.
+            name: part of the folder's name (`openenv-<name>-XXXX`).
+            base_dir: where the folder is made (default: the system temp dir).
+            mounts: host paths every command sees (read-only unless `writable`).
+            isolation: default: bubblewrap, or the opt-out when the operator set it.
+
+        Raises:
+            IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
+        """
+        self.isolation = isolation or isolation_mode()
+        self.limits = limits or SandboxLimits()
+        self.mounts = list(mounts)
+        self._as_root = os.geteuid() == 0
+        self._lease: _UidLease | None = None
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._closed = False
+        if self.isolation is Isolation.BWRAP and self._as_root:
+            self._lease = _UidLease()
+            self.uid = self.gid = self._lease.uid
+            kill_uid(self.uid)  # a crashed server's leftovers
+        elif self.isolation is Isolation.NONE and self._as_root:
+            ids = _user_ids(self.limits.sandbox_user)
+            if ids is None or ids[0] == 0:
+                raise RuntimeError(f"the opt-out runs commands as {self.limits.sandbox_user!r}, which must not be root")
+            self.uid, self.gid = ids
+        else:
+            self.uid, self.gid = os.getuid(), os.getgid()
+        try:
+            base = Path(base_dir) if base_dir is not None else Path(tempfile.gettempdir())
+            base.mkdir(parents=True, exist_ok=True)
+            self.root = Path(tempfile.mkdtemp(prefix=f"openenv-{name}-", dir=base))
+            os.chmod(self.root, 0o711 if self._as_root else 0o700)
+            self.workspace = self.make_dir("work")
+        except BaseException:
+            self._release()
+            raise
+
+    # --- folders ------------------------------------------------------------------------------
+
+    @property
+    def privileged(self) -> bool:
+        """Whether the sandbox user differs from the server's (the server is root)."""
+        return self.uid != os.getuid()
+
+    def make_dir(self, name: str, *, writable: bool = True) -> Path:
+        """A folder in the session's folder (made again if missing). Writable: `root:<session gid>`
+        0770 as root (the agent works in it through its group but cannot lock root out or remove
+        it); else root-owned 0755. Without root: the server's own, 0700."""
+        folder = self.root / name
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        folder.mkdir(exist_ok=True)
+        if self._as_root:
+            os.chown(folder, 0, self.gid if writable else 0)
+            os.chmod(folder, 0o770 if writable else 0o755)
+        else:
+            os.chmod(folder, 0o700)
+        return folder
+
+    def give(self, path: Path) -> None:
+        """Hand a file or tree the server wrote to the sandbox user."""
+        if self.privileged:
+            from ._fs import chown_tree
+
+            chown_tree(path, self.uid, self.gid)
+
+    # --- commands ---------------------------------------------------------------------------
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, mounts: Sequence[Mount] = (), network: bool = False) -> list[str]:
+        """The bubblewrap command line that runs `argv` in this sandbox."""
+        args = base_argv(network=network, cwd=str(cwd))
+        binds: list[str] = ["--bind", str(self.root), str(self.root)]
+        for mount in [*self.mounts, *mounts]:
+            target = str(mount.target or mount.source)
+            binds += ["--bind" if mount.writable else "--ro-bind", str(mount.source), target]
+        chdir = args.index("--chdir")
+        drop = drop_to(self.uid, self.gid) if self.privileged else []
+        return [*args[:chdir], *binds, *args[chdir:], "--", *drop, *argv]
+
+    def _preexec(self, limits: SandboxLimits) -> tuple[object, int | None]:
+        if self.isolation is Isolation.BWRAP and self.privileged:
+            # bubblewrap starts as root; RLIMIT_NPROC binds the session's uid once setpriv drops to it
+            return (lambda: apply_limits(limits, None, limits.max_processes, None)), None
+        nproc = None
+        if limits.max_processes is not None:
+            # without a uid of its own, the limit is above what this user already runs
+            nproc = count_processes(self.uid) + limits.max_processes + 8
+        return (lambda: apply_limits(limits, None, nproc, None)), nproc
+
+    def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+        timeout_s: float | None = None,
+        max_output_bytes: int | None = None,
+        mounts: Sequence[Mount] = (),
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+    ) -> CommandResult:
+        """Run one command in the sandbox; never raises for anything the command does.
+
+        Args:
+            command: a shell command line (`/bin/bash -c`), or an argument list.
+            cwd: its working directory (default `work/`); if missing, exit code 126.
+            env: its whole environment (default: PATH, HOME=cwd, LANG). Nothing of the server's
+                own environment is passed on.
+            stdin: fed to its standard input.
+            timeout_s: wall-clock limit (default: the sandbox's limits).
+            max_output_bytes: bytes kept of stdout and of stderr each.
+            mounts: extra host paths for this command only.
+            network: share the server's network (for agent programs that call a model API);
+                off by default: the command's loopback is its own.
+            limits: replaces the sandbox's limits for this command.
+        """
+        self._check_open()
+        limits = limits or self.limits
+        update: dict[str, object] = {}
+        if timeout_s is not None:
+            update["timeout_s"] = timeout_s
+        if max_output_bytes is not None:
+            update["max_output_bytes"] = max_output_bytes
+        if update:
+            limits = limits.model_copy(update=update)
+        cwd = Path(cwd) if cwd is not None else self.workspace
+        argv = ["/bin/bash", "-c", command] if isinstance(command, str) else list(command)
+        environment = dict(env) if env is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
+        if self.isolation is Isolation.NONE:
+            user = limits.sandbox_user if self._as_root else None
+            text = stdin.decode() if isinstance(stdin, bytes) else stdin
+            return run_command(argv, cwd=cwd, limits=limits.model_copy(update={"sandbox_user": user}), env=environment, stdin=text)
+        if not cwd.is_dir():
+            return CommandResult(
+                stdout="", stderr=f"working directory {cwd} does not exist (was it deleted?)", exit_code=126, duration_s=0.0
+            )
+        preexec, _ = self._preexec(limits)
+        return run_process(
+            self.wrap(argv, cwd=cwd, mounts=mounts, network=network),
+            limits=limits,
+            env=environment,
+            preexec=preexec,  # type: ignore[arg-type]
+            stdin=stdin,
+            cwd="/",
+        )
+
+    def popen(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        mounts: Sequence[Mount] = (),
+        network: bool = False,
+        stderr: int | None = subprocess.DEVNULL,
+    ) -> subprocess.Popen[bytes]:
+        """Start a long-lived process in the sandbox with stdin/stdout pipes (e.g. a worker that
+        answers a grader). Killing it (`proc.kill()`) ends its whole pid namespace; `close()` ends
+        it too. The caller bounds its waits."""
+        self._check_open()
+        cwd = Path(cwd) if cwd is not None else self.workspace
+        environment = dict(env) if env is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
+        preexec, _ = self._preexec(self.limits)
+        if self.isolation is Isolation.NONE:
+            ids = (self.uid, self.gid) if self.privileged else None
+            full = list(argv)
+            proc = subprocess.Popen(
+                full, cwd=str(cwd), env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                preexec_fn=lambda: apply_limits(self.limits, ids, None, None), close_fds=True,
+            )  # fmt: skip
+        else:
+            proc = subprocess.Popen(
+                self.wrap(argv, cwd=cwd, mounts=mounts, network=network), cwd="/", env=environment,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, preexec_fn=preexec,  # type: ignore[arg-type]
+                close_fds=True,
+            )  # fmt: skip
+        self._procs = {p for p in self._procs if p.poll() is None}
+        self._procs.add(proc)
+        return proc
+
+    # --- the end ----------------------------------------------------------------------------
+
+    def kill_all(self) -> int:
+        """Kill every process this session started (as root: every process of its uid)."""
+        killed = 0
+        for proc in list(self._procs):
+            if proc.poll() is None:
+                kill_session(proc.pid)
+                killed += 1
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        self._procs.clear()
+        if self.privileged and self.uid not in (0, os.getuid()):
+            killed += kill_uid(self.uid)
+        return killed
+
+    def close(self) -> None:
+        """Kill what is left, remove the folder, return the uid. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.kill_all()
+            remove_tree(self.root)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this sandbox is closed")
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if not self._closed and hasattr(self, "root"):
+                self.close()
