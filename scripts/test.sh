@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e ".[dev]"
 
+# Isolation for sandboxed environments (bubblewrap): required, never skipped.
+bash scripts/setup_sandbox.sh
+
 engine_ok() { .venv/bin/python -c "import docker, sys; docker.from_env(timeout=5).ping()" >/dev/null 2>&1; }
 if [ -z "${DOCKER_HOST:-}" ] && [ -S /run/podman/podman.sock ]; then
   export DOCKER_HOST=unix:///run/podman/podman.sock
