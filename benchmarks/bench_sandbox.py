@@ -1,0 +1,135 @@
+"""Sandbox cost: the latency one isolated command adds, beside the unisolated runner.
+
+    python benchmarks/bench_sandbox.py [--runs 200] [--json] [--write-docs]
+
+Each round runs the same command three ways, interleaved so that machine noise hits all alike:
+
+* `run_command`: the unisolated runner (what every agent command used before `Sandbox`): a
+  new session, rlimits, the switch to an unprivileged user when root;
+* `Sandbox.run`: the same limits, in bubblewrap (pid, mount, network, IPC, UTS namespaces, the
+  session's own uid; as root, privileged bwrap then setpriv);
+* `subprocess.run`: a bare fork and exec, for scale.
+
+Commands: `true`, and `python3 -c pass` (an interpreter start, what most agent commands pay).
+The target is an added median under 10 ms for `true`. `--write-docs` replaces the "Sandbox"
+section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from openenv_sdk.sandbox import Sandbox, SandboxLimits, isolation_report, run_command  # noqa: E402
+
+COMMANDS = {"true": ["/bin/true"], "python3 -c pass": ["python3", "-c", "pass"]}
+TARGET_MS = 10.0
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}  # the same for the three ways
+
+
+def measure(runs: int) -> dict[str, dict[str, list[float]]]:
+    limits = SandboxLimits(timeout_s=30)
+    samples: dict[str, dict[str, list[float]]] = {name: {"bare": [], "unisolated": [], "sandbox": []} for name in COMMANDS}
+    with Sandbox(limits=limits, name="bench") as sandbox:
+        work = sandbox.workspace
+        ways = {
+            "bare": lambda argv: subprocess.run(argv, cwd=work, env=ENV, capture_output=True, check=False),
+            "unisolated": lambda argv: run_command(argv, cwd=work, limits=limits, env=ENV),
+            "sandbox": lambda argv: sandbox.run(argv, env=ENV),
+        }
+        for name, argv in COMMANDS.items():
+            for way in ways.values():  # warm caches once
+                way(argv)
+            for _ in track(range(runs), description=f"{name:<16}"):
+                for way_name, way in ways.items():
+                    started = time.perf_counter()
+                    way(argv)
+                    samples[name][way_name].append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def summarize(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    out = {}
+    for name, ways in samples.items():
+        row = {f"{way}_median_ms": statistics.median(values) for way, values in ways.items()}
+        row.update({f"{way}_p99_ms": sorted(values)[max(0, int(len(values) * 0.99) - 1)] for way, values in ways.items()})
+        row["added_median_ms"] = row["sandbox_median_ms"] - row["unisolated_median_ms"]
+        out[name] = row
+    return out
+
+
+def markdown(summary: dict[str, dict[str, float]], runs: int) -> str:
+    iso = isolation_report()
+    lines = [
+        "## Sandbox",
+        "",
+        f"`python benchmarks/bench_sandbox.py --runs {runs}` ({date.today()}, {platform.machine()}, "
+        f"Python {platform.python_version()}, isolation: {iso['mode']}). Median (p99) wall time of one "
+        f"command from the caller, in ms, the three ways interleaved. Target: the sandbox adds under "
+        f"{TARGET_MS:g} ms to `true`.",
+        "",
+        "| command | bare fork+exec | `run_command` (before) | `Sandbox.run` (now) | added by the sandbox |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in summary.items():
+        lines.append(
+            f"| `{name}` | {row['bare_median_ms']:.1f} ({row['bare_p99_ms']:.1f}) | "
+            f"{row['unisolated_median_ms']:.1f} ({row['unisolated_p99_ms']:.1f}) | "
+            f"{row['sandbox_median_ms']:.1f} ({row['sandbox_p99_ms']:.1f}) | {row['added_median_ms']:+.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_docs(section: str) -> None:
+    path = REPO / "docs" / "benchmarks.md"
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(r"^## Sandbox\n.*?(?=^## |\Z)", re.S | re.M)
+    text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    path.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+    args = parser.parse_args()
+    summary = summarize(measure(args.runs))
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return
+    table = Table(title=f"One command, median (p99) ms over {args.runs} runs")
+    for column in ("command", "bare", "run_command (before)", "Sandbox.run (now)", "added"):
+        table.add_column(column, justify="right")
+    for name, row in summary.items():
+        table.add_row(
+            name,
+            f"{row['bare_median_ms']:.1f} ({row['bare_p99_ms']:.1f})",
+            f"{row['unisolated_median_ms']:.1f} ({row['unisolated_p99_ms']:.1f})",
+            f"{row['sandbox_median_ms']:.1f} ({row['sandbox_p99_ms']:.1f})",
+            f"{row['added_median_ms']:+.1f}",
+        )
+    Console().print(table)
+    added = summary["true"]["added_median_ms"]
+    print(f"added median for `true`: {added:.1f} ms (target < {TARGET_MS:g} ms: {'met' if added < TARGET_MS else 'NOT met'})")
+    if args.write_docs:
+        write_docs(markdown(summary, args.runs))
+
+
+if __name__ == "__main__":
+    main()
