@@ -78,15 +78,32 @@ def _runtime_dirs() -> list[str]:
     return kept
 
 
+def _parent_dirs(target: str, covered: list[str]) -> list[str]:
+    """`--dir` operations for the folders above `target` that bubblewrap would otherwise make
+    itself: as root it makes them 0700, so the session user could not reach the mount. Folders
+    inside something already mounted (`covered`) are left alone (`--perms` would chmod them)."""
+    args: list[str] = []
+    parts = Path(target).parts[1:-1]
+    for i in range(len(parts)):
+        folder = "/" + "/".join(parts[: i + 1])
+        if any(folder == c or folder.startswith(c.rstrip("/") + "/") for c in covered):
+            return args
+        args += ["--perms", "0755", "--dir", folder]
+    return args
+
+
 def _system_args() -> list[str]:
     args: list[str] = []
+    covered = ["/proc", "/dev", "/tmp"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+        covered.append(path)
     for folder in _runtime_dirs():
-        args += ["--ro-bind", folder, folder]
+        args += [*_parent_dirs(folder, covered), "--ro-bind", folder, folder]
+        covered.append(folder)
     return args
 
 
@@ -285,10 +302,14 @@ class Sandbox:
     def wrap(self, argv: Sequence[str], *, cwd: Path, mounts: Sequence[Mount] = (), network: bool = False) -> list[str]:
         """The bubblewrap command line that runs `argv` in this sandbox."""
         args = base_argv(network=network, cwd=str(cwd))
-        binds: list[str] = ["--bind", str(self.root), str(self.root)]
+        covered = ["/proc", "/dev", "/tmp", *SYSTEM_DIRS, *_runtime_dirs()]
+        binds: list[str] = [*_parent_dirs(str(self.root), covered), "--bind", str(self.root), str(self.root)]
+        covered.append(str(self.root))
         for mount in [*self.mounts, *mounts]:
             target = str(mount.target or mount.source)
-            binds += ["--bind" if mount.writable else "--ro-bind", str(mount.source), target]
+            flag = "--bind" if mount.writable else "--ro-bind"
+            binds += [*_parent_dirs(target, covered), flag, str(mount.source), target]
+            covered.append(target)
         chdir = args.index("--chdir")
         drop = drop_to(self.uid, self.gid) if self.privileged else []
         return [*args[:chdir], *binds, *args[chdir:], "--", *drop, *argv]
