@@ -427,6 +427,10 @@ class Sandbox:
                 killed += 1
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
         self._procs.clear()
         if self.privileged and self.uid not in (0, os.getuid()):
             killed += kill_uid(self.uid)
