@@ -26,6 +26,7 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 import site
 import subprocess
 import sys
@@ -181,6 +182,17 @@ class _UidLease:
             f"all {count} sandbox uids from {base} are in use; raise {UID_COUNT_ENV} or close sessions"
         )
 
+    def previous_folder(self) -> str:
+        """The folder the last holder recorded and did not clear (it died before `close()`)."""
+        return _read_record(self._fd)
+
+    def record(self, folder: Path | None) -> None:
+        """Note the session's folder in the lease file, so a later holder can remove it if we die."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+            if folder is not None:
+                os.pwrite(self._fd, str(folder).encode(), 0)
+
     def release(self) -> None:
         with _held_lock:
             _held.discard(self.uid)
@@ -190,6 +202,56 @@ class _UidLease:
 
 _held: set[int] = set()
 _held_lock = threading.Lock()
+_swept = False
+
+
+def _read_record(fd: int) -> str:
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return os.pread(fd, 4096, 0).decode().strip()
+    return ""
+
+
+def remove_leftover(folder: str) -> None:
+    """Remove a dead server's session folder (as recorded in its lease): only a root-owned real
+    folder named `openenv-*`, never a link."""
+    if not folder.startswith("/"):
+        return
+    path = Path(folder)
+    with contextlib.suppress(OSError):
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and path.name.startswith("openenv-"):
+            remove_tree(path)
+
+
+def sweep_stale_leases() -> None:
+    """Once per process: kill what dead servers' sessions left (processes and folders), for
+    every uid whose lease nobody holds now."""
+    global _swept
+    with _held_lock:
+        if _swept:
+            return
+        _swept = True
+        held = set(_held)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(LEASE_DIR):
+            uid_text = entry.name.removesuffix(".lock")
+            if not uid_text.isdigit() or int(uid_text) in held:
+                continue
+            try:
+                fd = os.open(entry.path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                folder = _read_record(fd)
+                if folder:
+                    kill_uid(int(uid_text))
+                    remove_leftover(folder)
+                    os.ftruncate(fd, 0)
+            except OSError:
+                pass  # held by a live server
+            finally:
+                os.close(fd)
 
 
 def kill_uid(uid: int, *, rounds: int = 50) -> int:
@@ -248,9 +310,11 @@ class Sandbox:
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._closed = False
         if self.isolation is Isolation.BWRAP and self._as_root:
+            sweep_stale_leases()
             self._lease = _UidLease()
             self.uid = self.gid = self._lease.uid
-            kill_uid(self.uid)  # a crashed server's leftovers
+            kill_uid(self.uid)  # a crashed server's leftovers: its processes, then its folder
+            remove_leftover(self._lease.previous_folder())
         elif self.isolation is Isolation.NONE and self._as_root:
             ids = _user_ids(self.limits.sandbox_user)
             if ids is None or ids[0] == 0:
@@ -263,6 +327,8 @@ class Sandbox:
             base.mkdir(parents=True, exist_ok=True)
             self.root = Path(tempfile.mkdtemp(prefix=f"openenv-{name}-", dir=base))
             os.chmod(self.root, 0o711 if self._as_root else 0o700)
+            if self._lease is not None:
+                self._lease.record(self.root)
             self.workspace = self.make_dir("work")
         except BaseException:
             self._release()
@@ -444,6 +510,8 @@ class Sandbox:
         try:
             self.kill_all()
             remove_tree(self.root)
+            if self._lease is not None and not self.root.exists():
+                self._lease.record(None)
         finally:
             self._release()
 
