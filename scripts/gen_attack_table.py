@@ -1,0 +1,114 @@
+"""The attack table of docs/security.md, from the tests in tests/security/.
+
+    python scripts/gen_attack_table.py          # run the attacks, rewrite the table
+    python scripts/gen_attack_table.py --check  # exit 1 if an attack test is missing from the table
+
+Each test in tests/security/ is one attack; its row says what it tries (the test's docstring, or
+its name), where (the file), and how it ended in the last run: `blocked` when the test passed
+(the attack failed), `WORKED` when it failed. The table sits between two markers in the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests" / "security"
+PAGE = ROOT / "docs" / "security.md"
+START, END = "<!-- attacks:start -->", "<!-- attacks:end -->"
+AREAS = {
+    "test_sandbox_isolation": "sandbox",
+    "test_attack_coding": "coding",
+    "test_attack_terminal": "terminal",
+    "test_attack_mini_swe": "mini_swe",
+    "test_attack_images": "images",
+}
+
+
+def attacks() -> list[tuple[str, str, str]]:
+    """(file stem, test name, what it tries) for every test function in tests/security/."""
+    rows = []
+    for path in sorted(TESTS.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
+                doc = ast.get_docstring(node)
+                what = doc.strip().splitlines()[0] if doc else node.name[5:].replace("_", " ")
+                rows.append((path.stem, node.name, what))
+    return rows
+
+
+def area(stem: str) -> str:
+    if stem in AREAS:
+        return AREAS[stem]
+    return stem.removeprefix("test_").removeprefix("server_").replace("_", " ") if stem.startswith("test_server") else stem
+
+
+def run_results() -> dict[tuple[str, str], str]:
+    """Outcome per (file stem, test name, without parameters): blocked / WORKED / skipped."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.xml"
+        subprocess.run(
+            [sys.executable, "-m", "pytest", str(TESTS), "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+            cwd=ROOT, check=False, env={**os.environ},
+        )  # fmt: skip
+        outcomes: dict[tuple[str, str], str] = {}
+        for case in ET.parse(report).getroot().iter("testcase"):
+            stem = case.get("classname", "").rsplit(".", 1)[-1]
+            name = case.get("name", "").split("[", 1)[0]
+            if case.find("failure") is not None or case.find("error") is not None:
+                outcome = "WORKED"
+            elif case.find("skipped") is not None:
+                outcome = "skipped"
+            else:
+                outcome = "blocked"
+            previous = outcomes.get((stem, name))
+            if previous != "WORKED":  # one failing parameter is enough
+                outcomes[(stem, name)] = outcome if previous in (None, "blocked") else previous
+        return outcomes
+
+
+def table(rows: list[tuple[str, str, str]], outcomes: dict[tuple[str, str], str]) -> str:
+    blocked = sum(outcomes.get((s, n)) == "blocked" for s, n, _ in rows)
+    lines = [
+        START,
+        f"{len(rows)} attacks, {blocked} blocked, as run on {datetime.date.today()} "
+        f"(`python scripts/gen_attack_table.py`; each is a test in `tests/security/`, run in CI).",
+        "",
+        "| # | where | attack | result | test |",
+        "|---|---|---|---|---|",
+    ]
+    for i, (stem, name, what) in enumerate(rows, 1):
+        lines.append(f"| {i} | {area(stem)} | {what} | {outcomes.get((stem, name), 'not run')} | `{stem}::{name}` |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check that every attack is in the table")
+    args = parser.parse_args()
+    rows = attacks()
+    text = PAGE.read_text(encoding="utf-8")
+    if args.check:
+        missing = [f"{stem}::{name}" for stem, name, _ in rows if f"`{stem}::{name}`" not in text]
+        for item in missing:
+            print(f"not in docs/security.md: {item} (run python scripts/gen_attack_table.py)")
+        return 1 if missing else 0
+    before, _, rest = text.partition(START)
+    _, _, after = rest.partition(END)
+    PAGE.write_text(before + table(rows, run_results()) + after, encoding="utf-8")
+    print(f"wrote {len(rows)} attacks to {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
