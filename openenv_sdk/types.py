@@ -153,6 +153,8 @@ class ErrorCode(str, Enum):
     NOT_RESET = "NOT_RESET"
     UNKNOWN_CALL = "UNKNOWN_CALL"
     TIMEOUT = "TIMEOUT"
+    SESSION_BUSY = "SESSION_BUSY"
+    UNAUTHORIZED = "UNAUTHORIZED"
 
 
 class WSRequest(BaseModel):
@@ -201,6 +203,17 @@ class HealthResponse(BaseModel):
     status: Literal["healthy", "unhealthy", "degraded"] = "healthy"
     active_sessions: int = Field(ge=0)
     max_sessions: int = Field(ge=1)
+    unreset_sessions: int | None = Field(
+        default=None, ge=0, description="Sessions not reset yet (counted in `active_sessions`)."
+    )
+    mcp_sessions: int | None = Field(default=None, ge=0, description="Open MCP (streamable HTTP) sessions at `/mcp`.")
+    max_mcp_sessions: int | None = Field(default=None, ge=1, description="Most MCP sessions held at once.")
+    abandoned_threads: int | None = Field(
+        default=None, ge=0, description="Sync calls that timed out and still run on their session's thread."
+    )
+    max_abandoned_threads: int | None = Field(
+        default=None, ge=1, description="While this many run, new sessions are refused (`CAPACITY_REACHED`)."
+    )
 
 
 class MetadataResponse(BaseModel):

@@ -22,7 +22,7 @@ def test_top_level_api() -> None:
 
 
 def test_server_and_rubric_api() -> None:
-    assert sorted(openenv_sdk.server.__all__) == ["ServerConfig", "create_app"]
+    assert sorted(openenv_sdk.server.__all__) == ["ORCHESTRATOR_TOKEN_VAR", "ServerConfig", "create_app", "uvicorn_limits"]
     assert sorted(openenv_sdk.rubric.__all__) == [
         "EnvReward", "FunctionRubric", "Gate", "Grader", "Rubric", "Score", "Sequence", "WeightedSum",
         "agrade", "grade", "reward",

@@ -1,5 +1,6 @@
 """The server: `create_app(EnvClass)` and its configuration."""
 
-from ._app import ServerConfig, create_app
+from ._app import ServerConfig, create_app, uvicorn_limits
+from ._auth import ORCHESTRATOR_TOKEN_VAR
 
-__all__ = ["ServerConfig", "create_app"]
+__all__ = ["ORCHESTRATOR_TOKEN_VAR", "ServerConfig", "create_app", "uvicorn_limits"]

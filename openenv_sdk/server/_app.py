@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
+import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,25 +14,34 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ..environment import Environment
 from ..errors import EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
+from ._auth import OrchestratorAuthMiddleware, RequestIdMiddleware, take_token_from_environ
 from ._http import protocol_error_response, router
-from ._limits import BodyLimitMiddleware
+from ._limits import DEFAULT_MAX_JSON_DEPTH, BodyLimitMiddleware
 from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._protocol import ProtocolError
 from ._session import SessionManager
 from ._ws import serve_websocket
 
-__all__ = ["ServerConfig", "ServerState", "create_app"]
+__all__ = ["ServerConfig", "ServerState", "create_app", "uvicorn_limits"]
+
+_MIB = 1024 * 1024
 
 
 class ServerConfig(BaseModel):
-    """How a server holds sessions. Every field has a finite default."""
+    """How a server holds sessions, and what one request may hold. Every limit has a finite default.
+
+    Sessions: `max_sessions`, `idle_timeout_s`, `unreset_grace_s`, `max_mcp_sessions`.
+    Environment code: `tool_timeout_s`, `max_abandoned_threads`.
+    Sizes: `max_message_bytes`, `max_json_depth`, `max_tool_result_bytes`, `max_transcript_bytes`.
+    Access: `orchestrator_token`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -38,10 +49,71 @@ class ServerConfig(BaseModel):
     idle_timeout_s: float | None = Field(
         default=600.0, gt=0, description="Close a session after this long without a message; None never does."
     )
-    tool_timeout_s: float = Field(default=60.0, gt=0, description="The most one tool call may take.")
-    max_message_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
-    max_workers: int = Field(default=64, ge=1, description="Threads that run blocking sync environment code.")
+    unreset_grace_s: float | None = Field(
+        default=30.0,
+        gt=0,
+        description="Close a session not reset within this many seconds of its creation (`POST /sessions`, "
+        "a WebSocket that only connects); None leaves it to `idle_timeout_s`.",
+    )
+    max_mcp_sessions: int = Field(
+        default=1024, ge=1, description="MCP (streamable HTTP) sessions held at once at `/mcp`; more are refused."
+    )
+    tool_timeout_s: float = Field(default=60.0, gt=0, description="The most one tool call may take, in seconds.")
+    max_abandoned_threads: int = Field(
+        default=64,
+        ge=1,
+        description="Sync calls that timed out but still run on their session's thread; while this many run, "
+        "new sessions get CAPACITY_REACHED. (A session whose call timed out is busy until the call ends.)",
+    )
+    max_message_bytes: int = Field(
+        default=8 * _MIB, ge=1024, description="Largest accepted request body or WebSocket message, in bytes."
+    )
+    max_json_depth: int = Field(
+        default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=900, description="Deepest nesting of arrays and objects accepted."
+    )
+    max_tool_result_bytes: int = Field(
+        default=4 * _MIB,
+        ge=1024,
+        description="Largest tool result, in bytes of text; a larger one is cut, with a marker that says so.",
+    )
+    max_transcript_bytes: int = Field(
+        default=4 * _MIB,
+        ge=4096,
+        description="Bytes of the agent's tool calls kept per session for `transcript`: big arguments and "
+        "outputs are cut and the oldest calls dropped, and the transcript says so.",
+    )
+    orchestrator_token: SecretStr | None = Field(
+        default=None,
+        description="When set, every route but /health, /metadata, /schema, /openapi.json and /mcp needs "
+        "`Authorization: Bearer <token>`. Unset, `create_app` reads OPENENV_ORCHESTRATOR_TOKEN.",
+    )
     web: bool = Field(default=False, description="Serve the browser playground at `/web`.")
+
+
+def uvicorn_limits(config: ServerConfig) -> dict[str, Any]:
+    """uvicorn settings in step with `config`: a WebSocket message past `max_message_bytes` is
+    refused by uvicorn (close code 1009) before it is read whole."""
+    return {"ws_max_size": config.max_message_bytes, "h11_max_incomplete_event_size": 64 * 1024}
+
+
+class _RedactTokens(logging.Filter):
+    """Hides MCP session tokens (`?session=...`) in uvicorn's access log lines."""
+
+    _QUERY = re.compile(r"([?&]session=)[^&\s\"]+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args and isinstance(record.args, tuple):
+            record.args = tuple(
+                self._QUERY.sub(r"\1<redacted>", a) if isinstance(a, str) and "session=" in a else a
+                for a in record.args
+            )
+        return True
+
+
+def _redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _RedactTokens) for f in access.filters):
+        access.addFilter(_RedactTokens())
 
 
 @dataclass
@@ -53,6 +125,8 @@ class ServerState:
     sessions: SessionManager
     metadata: MetadataResponse
     schema: SchemaResponse
+    mcp_sessions: Callable[[], int] = lambda: 0
+    """How many MCP (streamable HTTP) sessions are open at `/mcp`."""
 
 
 def _sdk_version() -> str:
@@ -74,7 +148,9 @@ def create_app(
     Args:
         env: the environment class (its models give `/schema`, its `@tool` methods the MCP tools).
         factory: makes one instance per session; defaults to calling `env()`.
-        config: session limits and timeouts; see `ServerConfig`.
+        config: session limits, timeouts and the orchestrator token; see `ServerConfig`. Without
+            `config.orchestrator_token`, the token is read from `OPENENV_ORCHESTRATOR_TOKEN`;
+            that variable is removed from `os.environ` in any case.
         readme: shown as `readme_content` in `/metadata`.
 
     Raises:
@@ -83,13 +159,19 @@ def create_app(
     if not (isinstance(env, type) and issubclass(env, Environment)):
         raise EnvironmentDefinitionError(f"create_app needs an Environment subclass, got {env!r}")
     config = config or ServerConfig()
+    from_environ = take_token_from_environ()  # removed either way: no child process inherits it
+    if config.orchestrator_token is None and from_environ:
+        config = config.model_copy(update={"orchestrator_token": SecretStr(from_environ)})
     max_sessions = config.max_sessions if env.SUPPORTS_CONCURRENT_SESSIONS else 1
     sessions = SessionManager(
         factory or env,
         max_sessions=max_sessions,
         idle_timeout_s=config.idle_timeout_s,
         tool_timeout_s=config.tool_timeout_s,
-        max_workers=config.max_workers,
+        unreset_grace_s=config.unreset_grace_s,
+        max_abandoned_threads=config.max_abandoned_threads,
+        max_transcript_bytes=config.max_transcript_bytes,
+        max_tool_result_bytes=config.max_tool_result_bytes,
     )
     state = ServerState(
         env_cls=env,
@@ -106,6 +188,7 @@ def create_app(
         ),
     )
     mcp = McpEndpoint(state)
+    state.mcp_sessions = mcp.session_count
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -134,7 +217,11 @@ def create_app(
 
     app.router.routes.append(WebSocketRoute("/ws", websocket_endpoint))
     app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
-    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_message_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=config.max_message_bytes, max_json_depth=config.max_json_depth)
+    if config.orchestrator_token is not None:
+        app.add_middleware(OrchestratorAuthMiddleware, token=config.orchestrator_token.get_secret_value())
+    app.add_middleware(RequestIdMiddleware)
+    _redact_access_log()
     app.add_exception_handler(ProtocolError, protocol_error_response)
     app.add_exception_handler(RequestValidationError, _request_validation_error)
     if config.web:

@@ -1,8 +1,9 @@
 """HTTP routes: discovery (`/health`, `/metadata`, `/schema`) and stateful reset/step/state.
 
-A session is created by `POST /sessions` or by a `POST /reset` that names none; it is named
-by the `X-OpenEnv-Session` header (or the `openenv_session` cookie that `/reset` sets, so a
-cookie-keeping client such as `httpx.Client` is stateful with no extra code).
+A session is created by `POST /sessions` or by a `POST /reset` that names none (a reset that
+fails leaves no session behind); it is named by the `X-OpenEnv-Session` header (or the
+`openenv_session` cookie that `/reset` sets, so a cookie-keeping client such as `httpx.Client`
+is stateful with no extra code).
 """
 
 from __future__ import annotations
@@ -77,9 +78,22 @@ def _bind(response: Response, session: Session) -> None:
 
 @router.get("/health", response_model=HealthResponse, tags=["discovery"])
 async def health(request: Request) -> HealthResponse:
-    """Liveness, with active and maximum sessions."""
-    sessions = _state(request).sessions
-    return HealthResponse(status="healthy", active_sessions=sessions.active, max_sessions=sessions.max_sessions)
+    """Liveness, with sessions (and those not reset yet), MCP sessions, and abandoned threads
+    (sync calls that timed out and still run). `degraded` while new sessions are refused for
+    abandoned threads."""
+    state = _state(request)
+    sessions = state.sessions
+    abandoned = sessions.abandoned
+    return HealthResponse(
+        status="degraded" if abandoned.full else "healthy",
+        active_sessions=sessions.active,
+        max_sessions=sessions.max_sessions,
+        unreset_sessions=sessions.unreset,
+        mcp_sessions=state.mcp_sessions(),
+        max_mcp_sessions=state.config.max_mcp_sessions,
+        abandoned_threads=abandoned.count,
+        max_abandoned_threads=abandoned.limit,
+    )
 
 
 @router.get("/metadata", response_model=MetadataResponse, response_model_exclude_none=True, tags=["discovery"])
@@ -124,8 +138,17 @@ async def reset(request: Request, body: dict[str, Any] | None = Body(default=Non
     new session is created and named in the `X-OpenEnv-Session` header and cookie."""
     state = _state(request)
     session_id = _session_id(request)
-    session = state.sessions.get(session_id) if session_id else await state.sessions.create("http")
-    reply = JSONResponse(await session.reset(body))
+    if session_id:
+        session = state.sessions.get(session_id)
+        observation = await session.reset(body)
+    else:
+        session = await state.sessions.create("http")
+        try:
+            observation = await session.reset(body)
+        except BaseException:
+            await state.sessions.close(session.id)
+            raise
+    reply = JSONResponse(observation)
     _bind(reply, session)
     return reply
 
@@ -134,7 +157,10 @@ async def reset(request: Request, body: dict[str, Any] | None = Body(default=Non
 async def step(request: Request, body: StepRequest) -> Any:
     """Apply one action in the session's episode."""
     session = _require_session(request)
-    return JSONResponse(await session.step(body.action))
+    reply = JSONResponse(await session.step(body.action))
+    if body.request_id is not None and "x-request-id" not in request.headers:
+        reply.headers["X-Request-Id"] = body.request_id
+    return reply
 
 
 @router.get("/state", tags=["episode"])

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build_mcp_server", "build_session_manager", "token_from_request"]
 
+
 def _bound_session(state: ServerState, request: Any) -> Session:
     token = token_from_request(request)
     if token is None:
@@ -53,7 +54,7 @@ def build_mcp_server(state: ServerState) -> Server[Any]:
         try:
             outcome = await session.call_tool(params.name, params.arguments or {}, source="mcp")
         except ProtocolError as e:
-            raise MCPError(INVALID_PARAMS, e.message) from e
+            raise MCPError(INVALID_PARAMS, e.message, data={"code": e.code.value}) from e
         return types.CallToolResult.model_validate(public_result(outcome))
 
     return Server(
@@ -74,5 +75,7 @@ def build_session_manager(state: ServerState) -> Any:
         json_response=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         session_idle_timeout=state.config.idle_timeout_s or 3600.0,
+        max_sessions=state.config.max_mcp_sessions,
+        max_request_body_size=state.config.max_message_bytes,
     )
     return server.session_manager

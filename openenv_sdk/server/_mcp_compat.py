@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..types import ErrorCode
 from ._protocol import ProtocolError
 
 if TYPE_CHECKING:
     from ..environment import Environment
-    from ._session import Session, SessionManager
+    from ._session import Session
 
 __all__ = ["JsonRpcRequest", "handle_jsonrpc", "mcp_tool_list", "token_from_request"]
 
@@ -55,8 +56,11 @@ class JsonRpcRequest(BaseModel):
     id: str | int | None = None
 
 
-def _error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+def _error(code: int, message: str, request_id: Any = None, *, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def mcp_tool_list(env_cls: type[Environment[Any, Any, Any]]) -> list[dict[str, Any]]:
@@ -77,11 +81,10 @@ async def handle_jsonrpc(
     *,
     session: Session | None,
     env_cls: type[Environment[Any, Any, Any]],
-    sessions: SessionManager | None = None,
 ) -> dict[str, Any]:
-    """Answer one JSON-RPC request. Without a session, `tools/call` runs in a throwaway
-    environment (OpenEnv's stateless behaviour): bind a session with its MCP token to act in
-    an episode."""
+    """Answer one JSON-RPC request. `tools/call` needs a session (bound by its MCP token):
+    without one it is refused (`INVALID_PARAMS`, `data.code` `SESSION_REQUIRED`); OpenEnv's
+    servers run it in a throwaway environment, which let anyone run tools outside any episode."""
     try:
         request = JsonRpcRequest.model_validate(payload)
     except ValidationError as e:
@@ -106,25 +109,20 @@ async def handle_jsonrpc(
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             return _error(INVALID_PARAMS, "tools/call params.arguments must be an object", rid)
+        if session is None:
+            return _error(
+                INVALID_PARAMS,
+                "tools/call needs an episode: send the session's MCP token (`?session=<mcp_token>` or "
+                "`Authorization: Bearer <mcp_token>`; the orchestrator gets it from POST /sessions or the "
+                "WebSocket 'session' message), or call tools through the orchestrator's step",
+                rid,
+                data={"code": ErrorCode.SESSION_REQUIRED.value},
+            )
         try:
-            if session is not None:
-                outcome = await session.call_tool(name, arguments, source="mcp")
-            else:
-                outcome = await _call_stateless(name, arguments, sessions)
+            outcome = await session.call_tool(name, arguments, source="mcp")
         except ProtocolError as e:
-            return _error(INVALID_PARAMS, e.message, rid)
+            return _error(INVALID_PARAMS, e.message, rid, data={"code": e.code.value})
         result = public_result(outcome)
     else:
         return _error(METHOD_NOT_FOUND, f"Method not found: {request.method!r}", rid)
     return {"jsonrpc": "2.0", "id": rid, "result": result}
-
-
-async def _call_stateless(name: str, arguments: dict[str, Any], sessions: SessionManager | None) -> dict[str, Any]:
-    if sessions is None:
-        raise RuntimeError("a stateless tools/call needs the session manager")
-    session = await sessions.create("mcp-stateless")
-    try:
-        await session.reset({})
-        return await session.call_tool(name, arguments, source="mcp")
-    finally:
-        await sessions.close(session.id)

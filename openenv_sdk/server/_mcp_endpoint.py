@@ -59,6 +59,11 @@ class McpEndpoint:
             ready.set()
             await self._stop.wait()
 
+    def session_count(self) -> int:
+        """Open MCP sessions (0 before the official server's first use)."""
+        manager = self._manager
+        return len(manager._server_instances) if manager is not None else 0
+
     async def aclose(self) -> None:
         """Stop the official MCP server, if it was started."""
         if self._runner is not None and self._stop is not None:
@@ -79,7 +84,7 @@ class McpEndpoint:
             manager = await self._session_manager()
             await manager.handle_request(scope, receive, send)
             return
-        body = await _read_body(receive)  # its size is bounded by BodyLimitMiddleware
+        body = await _read_body(receive)  # size, UTF-8 and depth checked by BodyLimitMiddleware
         reply = await self._answer_plain(body, scope, headers)
         payload = json.dumps(reply).encode()
         await send(
@@ -94,7 +99,7 @@ class McpEndpoint:
     async def _answer_plain(self, body: bytes, scope: Scope, headers: dict[str, str]) -> Any:
         try:
             payload = json.loads(body or b"null")
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             return {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": f"Parse error: {e}"}}
         token = token_from_request(Request(scope))
         session = self.state.sessions.get_by_token(token) if token else None
@@ -105,7 +110,7 @@ class McpEndpoint:
                 "id": request_id,
                 "error": {"code": INVALID_PARAMS, "message": "Unknown or expired MCP session token"},
             }
-        return await handle_jsonrpc(payload, session=session, env_cls=self.state.env_cls, sessions=self.state.sessions)
+        return await handle_jsonrpc(payload, session=session, env_cls=self.state.env_cls)
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -13,6 +13,8 @@ __all__ = ["HTTP_STATUS", "ProtocolError"]
 
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.INVALID_JSON: 400,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.SESSION_BUSY: 409,
     ErrorCode.UNKNOWN_TYPE: 400,
     ErrorCode.SESSION_REQUIRED: 400,
     ErrorCode.SESSION_NOT_FOUND: 404,

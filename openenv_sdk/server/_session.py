@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import concurrent.futures
 import contextlib
 import difflib
 import functools
 import inspect
+import json
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -32,6 +34,7 @@ from ..types import (
     ToolErrorType,
 )
 from ._protocol import ProtocolError
+from ._worker import AbandonedCalls, EnvironmentAborted, SessionWorker, guard_async, guard_sync
 
 logger = logging.getLogger("openenv_sdk.server")
 
@@ -43,6 +46,24 @@ def did_you_mean(name: str, options: Any) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+_F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+
+
+def _shielded(method: _F) -> _F:
+    """The last net under a session's public verb: whatever `BaseException` environment code
+    raised past the finer handlers becomes `EXECUTION_ERROR`, never a dead task or server."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Session, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await guard_async(method(self, *args, **kwargs))
+        except EnvironmentAborted as e:
+            logger.warning("session %s: the environment raised %s", self.id[:8], e)
+            raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"The environment raised {e}") from e
+
+    return wrapper  # type: ignore[return-value]
+
+
 class Session:
     """One episode's environment instance and what the server knows of it."""
 
@@ -51,13 +72,18 @@ class Session:
         "mcp_token",
         "env",
         "kind",
+        "created_at",
         "last_active",
         "_lock",
-        "_executor",
+        "_worker",
+        "_hung",
+        "_hung_what",
         "_manager",
         "on_reap",
         "has_reset",
-        "transcript",
+        "_transcript",
+        "_transcript_bytes",
+        "_transcript_dropped",
         "closed",
     )
 
@@ -66,14 +92,21 @@ class Session:
         self.mcp_token = secrets.token_urlsafe(24)
         self.env = env
         self.kind = kind
-        self.last_active = time.monotonic()
+        self.created_at = self.last_active = time.monotonic()
         self._lock: asyncio.Lock | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._worker: SessionWorker | None = None
+        self._hung: concurrent.futures.Future[Any] | None = None
+        self._hung_what = ""
         self._manager = manager
         self.on_reap: Callable[[], Awaitable[None]] | None = None
         self.has_reset = False
-        self.transcript: list[dict[str, Any]] = []
+        self._transcript: collections.deque[dict[str, Any]] = collections.deque()
+        self._transcript_bytes = 0
+        self._transcript_dropped = 0
         self.closed = False
+
+    def __repr__(self) -> str:  # never the MCP token
+        return f"<Session {self.id[:8]} {self.kind}{' reset' if self.has_reset else ''}>"
 
     # --- running environment code -----------------------------------------------------
 
@@ -84,26 +117,70 @@ class Session:
             self._lock = asyncio.Lock()
         return self._lock
 
-    async def _run(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    @property
+    def busy(self) -> bool:
+        """Whether a call that timed out (or whose caller went away) still runs on this session's thread."""
+        if self._hung is not None and self._hung.done():
+            self._hung = None
+        return self._hung is not None
+
+    def _check_not_busy(self) -> None:
+        if self.busy:
+            raise ProtocolError(
+                ErrorCode.SESSION_BUSY,
+                f"A previous call in this session ({self._hung_what}) is still running on its thread; "
+                f"this session takes calls again once it ends (other sessions are not affected). "
+                f"Close the session to start over in a new one.",
+            )
+
+    async def _run(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        what: str = "",
+    ) -> Any:
+        """Run environment code: a coroutine function on the event loop, a blocking sync one on
+        this session's own thread. `TimeoutError` past `timeout_s`; a sync call left running
+        (timed out, or its caller cancelled) quarantines the session until it ends."""
+        kwargs = kwargs or {}
+        what = what or f"{getattr(fn, '__name__', 'call')}()"
         if inspect.iscoroutinefunction(fn):
-            return await fn(*args, **kwargs)
-        env_cls = type(self.env)
-        if not env_cls.BLOCKING:
-            return fn(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        if env_cls.THREAD_AFFINITY:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"openenv-{self.id[:8]}")
-            executor: ThreadPoolExecutor | None = self._executor
-        else:
-            executor = self._manager.executor
-        return await loop.run_in_executor(executor, functools.partial(fn, *args, **kwargs))
+            if timeout_s is None:
+                return await guard_async(fn(*args, **kwargs))
+            return await asyncio.wait_for(guard_async(fn(*args, **kwargs)), timeout=timeout_s)
+        if not type(self.env).BLOCKING:
+            return guard_sync(fn, *args, **kwargs)
+        self._check_not_busy()
+        if self._worker is None:
+            self._worker = SessionWorker(f"openenv-{self.id[:8]}")
+        future = self._worker.submit(fn, *args, **kwargs)
+        waiter = asyncio.wrap_future(future)
+        try:
+            done, _ = await asyncio.wait({waiter}, timeout=timeout_s)
+        except asyncio.CancelledError:
+            if not future.done():
+                self._abandon(future, waiter, f"{what}, whose caller went away")
+            raise
+        if not done:
+            self._abandon(future, waiter, f"{what}, which timed out after {timeout_s:g} s")
+            raise TimeoutError(what)
+        return waiter.result()
+
+    def _abandon(self, future: concurrent.futures.Future[Any], waiter: asyncio.Future[Any], what: str) -> None:
+        waiter.add_done_callback(_consume)
+        self._hung, self._hung_what = future, what
+        self._manager.abandoned.add(future)
+        logger.warning("session %s: %s; the session is busy until it ends", self.id[:8], what)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
 
     # --- the orchestrator's verbs -----------------------------------------------------
 
+    @_shielded
     async def reset(self, data: dict[str, Any] | None) -> dict[str, Any]:
         try:
             request = ResetRequest.model_validate(data or {})
@@ -114,15 +191,17 @@ class Session:
         fn = env.reset_async if _overrides(env, "reset_async") else env.reset  # type: ignore[attr-defined]
         kwargs = _accepted_kwargs(fn, kwargs)
         async with self.lock:
-            obs = await self._call_env(fn, **kwargs)
+            obs = await self._call_env(fn, kwargs=kwargs)
             self.has_reset = True
-            self.transcript = []
+            self._transcript.clear()
+            self._transcript_bytes = self._transcript_dropped = 0
         return serialize_observation(obs)
 
     def require_reset(self, what: str) -> None:
         if not self.has_reset:
             raise ProtocolError(ErrorCode.NOT_RESET, f"{what} before reset: call reset first to start an episode")
 
+    @_shielded
     async def step(self, data: dict[str, Any] | None) -> dict[str, Any]:
         self.require_reset("step")
         if data is None:
@@ -138,7 +217,7 @@ class Session:
             raise ProtocolError.from_validation(e, f"Invalid action for {type(env).__name__}") from e
         fn = env.step_async if _overrides(env, "step_async") else env.step  # type: ignore[attr-defined]
         async with self.lock:
-            obs = await self._call_env(fn, action)
+            obs = await self._call_env(fn, (action,))
         return serialize_observation(obs)
 
     async def step_tool(self, action: Action) -> Observation:
@@ -147,7 +226,7 @@ class Session:
         assert isinstance(action, ToolCallAction | CallToolAction)
         name = action.tool if isinstance(action, ToolCallAction) else action.tool_name
         outcome = await self.call_tool(name, action.arguments, source="step")
-        state = self.env.state
+        state = guard_sync(getattr, self.env, "state")
         if hasattr(state, "step_count"):
             state.step_count += 1
         error = outcome.get("_error")
@@ -155,19 +234,43 @@ class Session:
             tool_name=name,
             result=None if error else outcome,
             error=error,
-            done=bool(self.env.episode_done),
+            done=bool(guard_sync(getattr, self.env, "episode_done")),
         )
 
+    @_shielded
     async def state(self) -> dict[str, Any]:
-        state = self.env.state
-        if inspect.isawaitable(state):
-            state = await state
-        return state.model_dump(mode="json") if hasattr(state, "model_dump") else dict(state or {})
+        try:
+            state = guard_sync(getattr, self.env, "state")
+            if inspect.isawaitable(state):
+                state = await guard_async(state)
+            return state.model_dump(mode="json") if hasattr(state, "model_dump") else dict(state or {})
+        except (ProtocolError, EnvironmentAborted):
+            raise
+        except Exception as e:
+            raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"state raised {type(e).__name__}: {e}") from e
 
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        """The agent's tool calls this episode, oldest first; when older calls were dropped to
+        keep the transcript within `max_transcript_bytes`, a first entry says how many."""
+        entries = list(self._transcript)
+        if self._transcript_dropped:
+            note = (
+                f"{self._transcript_dropped} earlier tool call(s) were dropped: the transcript keeps at most "
+                f"{self._manager.max_transcript_bytes} bytes and {self._manager.max_transcript} calls"
+            )
+            entries.insert(
+                0,
+                {"tool": None, "arguments": None, "output": None, "error": note, "source": "server",
+                 "dropped": self._transcript_dropped},
+            )
+        return entries
+
+    @_shielded
     async def call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """An orchestrator-only call (`@orchestrator` methods, and `transcript`)."""
         if name == "transcript":
-            return list(self.transcript)
+            return self.transcript
         calls = type(self.env).orchestrator_calls
         if name not in calls:
             raise ProtocolError(
@@ -184,9 +287,10 @@ class Session:
         except TypeError as e:
             raise ProtocolError(ErrorCode.VALIDATION_ERROR, f"Bad arguments for {name!r}: {e}") from e
         async with self.lock:
-            result = await self._call_env(fn, **arguments)
+            result = await self._call_env(fn, kwargs=arguments)
         return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
 
+    @_shielded
     async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, source: str) -> dict[str, Any]:
         """Run one tool. Returns MCP `CallToolResult` JSON; a failure is a result with
         `isError: true` and a `_error` ToolError (for `step`), never an exception, except for an
@@ -210,39 +314,67 @@ class Session:
         async with self.lock:
             self.touch()
             try:
-                value = await asyncio.wait_for(self._run(fn, **kwargs), timeout=timeout_s)
+                value = await self._run(fn, kwargs=kwargs, timeout_s=timeout_s, what=f"tool {name!r}")
+            except ProtocolError:  # SESSION_BUSY
+                raise
             except TimeoutError:
                 message = f"Tool {name!r} timed out after {timeout_s:g} s"
                 return self._tool_failure(name, arguments, source, ToolErrorType.TIMEOUT, message)
-            except Exception as e:  # a failing tool is a result the agent sees
+            except Exception as e:  # a failing tool is a result the agent sees (SystemExit included)
                 message = f"Tool {name!r} failed: {type(e).__name__}: {e}"
                 return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)
         try:
-            result = tool_result(value)
-        except (TypeError, ValueError) as e:
-            message = f"Tool {name!r} returned a value that is not JSON: {e}"
+            result = guard_sync(tool_result, value)
+        except Exception as e:
+            message = f"Tool {name!r} returned a value that is not JSON: {type(e).__name__}: {e}"
             return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)
+        result = _cap_result(result, name, self._manager.max_tool_result_bytes)
         self._record(name, arguments, result["content"][0]["text"], None, source)
         return result
 
     def _tool_failure(
         self, name: str, arguments: dict[str, Any] | None, source: str, kind: ToolErrorType, message: str
     ) -> dict[str, Any]:
+        message = _cut(message, self._manager.max_tool_result_bytes, "error message")
         self._record(name, arguments, None, message, source)
         result = error_result(message)
         result["_error"] = ToolError(error_type=kind, message=message)
         return result
 
     def _record(self, name: str, arguments: Any, output: str | None, error: str | None, source: str) -> None:
-        if len(self.transcript) < self._manager.max_transcript:
-            self.transcript.append(
-                {"tool": name, "arguments": arguments, "output": output, "error": error, "source": source}
-            )
+        """Keep the call in the transcript, within `max_transcript_bytes`: a big argument or output
+        is cut (the entry says `"truncated": true`), and the oldest entries go first."""
+        manager = self._manager
+        budget = max(1024, manager.max_transcript_bytes // 4)  # one entry's share
+        entry: dict[str, Any] = {"tool": name, "arguments": arguments, "output": output, "error": error, "source": source}
+        size = _json_size(entry)
+        if size > budget:
+            entry = {
+                "tool": name,
+                "arguments": _shrink(arguments, budget // 4),
+                "output": _cut(output, budget // 2, "output") if output is not None else None,
+                "error": _cut(error, budget // 4, "error") if error is not None else None,
+                "source": source,
+                "truncated": True,
+            }
+            size = _json_size(entry)
+            if size > budget:
+                entry["arguments"] = {"_truncated": f"arguments of {_json_size(arguments)} bytes were not kept"}
+                size = _json_size(entry)
+        self._transcript.append(entry)
+        self._transcript_bytes += size
+        while self._transcript and (
+            self._transcript_bytes > manager.max_transcript_bytes or len(self._transcript) > manager.max_transcript
+        ):
+            self._transcript_bytes -= _json_size(self._transcript.popleft())
+            self._transcript_dropped += 1
 
-    async def _call_env(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _call_env(
+        self, fn: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         self.touch()
         try:
-            return await self._run(fn, *args, **kwargs)
+            return await self._run(fn, args, kwargs)
         except ProtocolError:
             raise
         except ValidationError as e:
@@ -252,18 +384,76 @@ class Session:
             raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"{fn.__name__} raised {type(e).__name__}: {e}") from e
 
     async def aclose(self) -> None:
+        """Close the environment. When a call still runs on the session's thread, `close()`
+        is queued behind it and not waited for; a `close()` that hangs is abandoned after
+        `tool_timeout_s`."""
         if self.closed:
             return
         self.closed = True
         env = self.env
+        worker = self._worker
         try:
             fn = env.close_async if _overrides(env, "close_async") else env.close  # type: ignore[attr-defined]
-            await self._run(fn)
+            if self.busy and worker is not None:
+                worker.submit(fn).add_done_callback(_consume)
+            else:
+                await self._run(fn, timeout_s=self._manager.tool_timeout_s, what="close()")
         except Exception as e:  # close must not take the server down
             logger.warning("session %s: close() raised %s: %s", self.id[:8], type(e).__name__, e)
         finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False)
+            if worker is not None:
+                worker.shutdown()
+
+
+def _consume(future: Any) -> None:
+    """Read a left-behind future's outcome, so that asyncio does not log it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _json_size(value: Any) -> int:
+    try:
+        return len(json.dumps(value, default=str).encode())
+    except (TypeError, ValueError, RecursionError):
+        return len(repr(value))
+
+
+def _cut(text: str, max_bytes: int, what: str) -> str:
+    """`text` within `max_bytes` of UTF-8, with a marker saying what was cut."""
+    if len(text) * 4 <= max_bytes:
+        return text
+    raw = text.encode()
+    if len(raw) <= max_bytes:
+        return text
+    kept = raw[:max_bytes].decode("utf-8", errors="ignore")
+    return f"{kept}\n[... {what} truncated by the server: {len(raw)} bytes, the limit is {max_bytes} ...]"
+
+
+def _shrink(value: Any, max_string_bytes: int) -> Any:
+    """`value` with every long string cut to `max_string_bytes`."""
+    if isinstance(value, str):
+        return _cut(value, max_string_bytes, "string")
+    if isinstance(value, dict):
+        return {k: _shrink(v, max_string_bytes) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shrink(v, max_string_bytes) for v in value]
+    return value
+
+
+def _cap_result(result: dict[str, Any], name: str, max_bytes: int) -> dict[str, Any]:
+    """A tool result within `max_bytes` (its text and the copies of the value beside it, in
+    `structuredContent` and `data`): past that, the copies are left out, and the text is cut,
+    each with a marker saying so."""
+    text = result["content"][0]["text"]
+    size = len(text) if len(text) * 4 <= max_bytes else len(text.encode())
+    copies = 1 + ("structuredContent" in result) + ("data" in result)
+    if size * copies <= max_bytes:
+        return result
+    if size <= max_bytes:
+        text += f"\n[... structured content of tool {name!r} left out by the server: over {max_bytes} bytes ...]"
+    else:
+        text = _cut(text, max_bytes, f"result of tool {name!r}")
+    return {"content": [{"type": "text", "text": text}], "isError": result.get("isError", False)}
 
 
 def _overrides(env: Environment[Any, Any, Any], name: str) -> bool:
@@ -329,7 +519,13 @@ def serialize_observation(obs: Observation) -> dict[str, Any]:
 
 
 class SessionManager:
-    """Creates sessions up to a capacity, finds them by id or MCP token, and reaps idle ones."""
+    """Creates sessions up to a capacity, finds them by id or MCP token, and reaps idle ones.
+
+    A session not reset within `unreset_grace_s` of its creation (`POST /sessions`, a WebSocket
+    that only connects) is reaped then, not after `idle_timeout_s`; every session counts against
+    `max_sessions`. While `max_abandoned_threads` calls that timed out still run, no session is
+    created.
+    """
 
     def __init__(
         self,
@@ -338,22 +534,33 @@ class SessionManager:
         max_sessions: int,
         idle_timeout_s: float | None,
         tool_timeout_s: float,
-        max_workers: int = 64,
+        unreset_grace_s: float | None = 30.0,
+        max_abandoned_threads: int = 64,
         max_transcript: int = 10_000,
+        max_transcript_bytes: int = 4 * 1024 * 1024,
+        max_tool_result_bytes: int = 4 * 1024 * 1024,
     ) -> None:
         self.env_factory = env_factory
         self.max_sessions = max_sessions
         self.idle_timeout_s = idle_timeout_s
         self.tool_timeout_s = tool_timeout_s
+        self.unreset_grace_s = unreset_grace_s
         self.max_transcript = max_transcript
+        self.max_transcript_bytes = max_transcript_bytes
+        self.max_tool_result_bytes = max_tool_result_bytes
         self.sessions: dict[str, Session] = {}
         self.by_token: dict[str, Session] = {}
-        self.executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="openenv-env")
+        self.abandoned = AbandonedCalls(max_abandoned_threads)
         self._reaper: asyncio.Task[None] | None = None
 
     @property
     def active(self) -> int:
         return len(self.sessions)
+
+    @property
+    def unreset(self) -> int:
+        """Sessions not reset yet (they count against `max_sessions`)."""
+        return sum(1 for s in self.sessions.values() if not s.has_reset)
 
     async def create(self, kind: str) -> Session:
         if len(self.sessions) >= self.max_sessions:
@@ -362,9 +569,16 @@ class SessionManager:
                 f"Server at capacity: {len(self.sessions)} of {self.max_sessions} sessions in use",
                 details={"active_sessions": len(self.sessions), "max_sessions": self.max_sessions},
             )
+        if self.abandoned.full:
+            raise ProtocolError(
+                ErrorCode.CAPACITY_REACHED,
+                f"Server at capacity: {self.abandoned.count} calls that timed out still run on their threads "
+                f"(max_abandoned_threads is {self.abandoned.limit}); new sessions wait until some end",
+                details={"abandoned_threads": self.abandoned.count, "max_abandoned_threads": self.abandoned.limit},
+            )
         session_id = secrets.token_hex(16)
         try:
-            env = self.env_factory()
+            env = guard_sync(self.env_factory)
         except Exception as e:
             raise ProtocolError(
                 ErrorCode.FACTORY_ERROR, f"Could not create the environment: {type(e).__name__}: {e}"
@@ -380,7 +594,7 @@ class SessionManager:
             reaped = f", reaped after {self.idle_timeout_s:g} s idle" if self.idle_timeout_s is not None else ""
             raise ProtocolError(
                 ErrorCode.SESSION_NOT_FOUND,
-                f"No session {session_id!r}: it was closed{reaped}, or never existed. "
+                f"No session {session_id[:64]!r}: it was closed{reaped}, or never existed. "
                 f"Create one with POST /sessions or POST /reset.",
             )
         return session
@@ -398,10 +612,9 @@ class SessionManager:
     async def close_all(self) -> None:
         for session_id in list(self.sessions):
             await self.close(session_id)
-        self.executor.shutdown(wait=False, cancel_futures=True)
 
     def start_reaper(self) -> None:
-        if self.idle_timeout_s is not None and self._reaper is None:
+        if (self.idle_timeout_s is not None or self.unreset_grace_s is not None) and self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever(), name="openenv-idle-reaper")
 
     async def stop_reaper(self) -> None:
@@ -412,22 +625,32 @@ class SessionManager:
             self._reaper = None
 
     async def _reap_forever(self) -> None:
-        assert self.idle_timeout_s is not None
-        interval_s = max(0.05, min(self.idle_timeout_s / 4, 30.0))
+        limits = [t for t in (self.idle_timeout_s, self.unreset_grace_s) if t is not None]
+        interval_s = max(0.05, min(min(limits) / 4, 30.0))
         while True:
             await asyncio.sleep(interval_s)
-            await self.reap_idle()
+            try:
+                await self.reap_idle()
+            except Exception:  # the reaper must outlive any one session's failure
+                logger.exception("the idle reaper failed; it goes on")
 
     async def reap_idle(self) -> int:
-        """Close sessions idle for longer than `idle_timeout_s`; returns how many."""
-        if self.idle_timeout_s is None:
-            return 0
-        deadline = time.monotonic() - self.idle_timeout_s
-        idle = [s for s in self.sessions.values() if s.last_active < deadline and not (s._lock is not None and s._lock.locked())]
-        for session in idle:
-            logger.info("session %s: reaped after %.0f s idle", session.id[:8], self.idle_timeout_s)
+        """Close sessions idle longer than `idle_timeout_s`, and sessions not reset within
+        `unreset_grace_s` of their creation; returns how many."""
+        now = time.monotonic()
+        idle = []
+        for s in list(self.sessions.values()):
+            if s._lock is not None and s._lock.locked():
+                continue
+            if not s.has_reset and self.unreset_grace_s is not None and now - s.created_at > self.unreset_grace_s:
+                idle.append((s, f"not reset within {self.unreset_grace_s:g} s"))
+            elif self.idle_timeout_s is not None and now - s.last_active > self.idle_timeout_s:
+                idle.append((s, f"{self.idle_timeout_s:g} s idle"))
+        for session, why in idle:
+            logger.info("session %s: reaped: %s", session.id[:8], why)
             if session.on_reap is not None:
                 with contextlib.suppress(Exception):
-                    await session.on_reap()
+                    await asyncio.wait_for(session.on_reap(), timeout=5.0)
             await self.close(session.id)
         return len(idle)
+

@@ -1,7 +1,9 @@
 """`WS /ws`: one connection is one session.
 
 Messages are OpenEnv's envelope `{"type": ..., "data": ..., "id"?: ...}`; every reply echoes
-the request's `id`. Every bad message gets a typed `error` reply and the session goes on.
+the request's `id`. Every bad message (not UTF-8, not JSON, nested too deep, too large, of an
+unknown type) gets a typed `error` reply and the session goes on. A connection whose session
+is not reset within `unreset_grace_s` is closed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from ..types import ErrorCode, SessionInfo, WSRequest
+from ._limits import check_json_text
 from ._mcp_compat import handle_jsonrpc
 from ._protocol import ProtocolError
 
@@ -45,7 +48,11 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
         return
 
     async def on_reap() -> None:
-        error = ProtocolError(ErrorCode.SESSION_ERROR, f"Session closed after {state.sessions.idle_timeout_s} s idle")
+        if session.has_reset:
+            why = f"{state.sessions.idle_timeout_s:g} s idle"
+        else:
+            why = f"it was not reset within {state.sessions.unreset_grace_s:g} s (unreset_grace_s)"
+        error = ProtocolError(ErrorCode.SESSION_ERROR, f"Session closed after {why}")
         if websocket.client_state is WebSocketState.CONNECTED:
             await websocket.send_text(_dump("error", error.payload(), None))
             await websocket.close(code=1001, reason="idle timeout")
@@ -58,15 +65,16 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             text = message.get("text")
-            if text is None:
-                raw = message.get("bytes") or b""
-                text = raw.decode("utf-8", errors="replace")
-            # Characters first (cheap); UTF-8 can take up to 4 bytes a character.
-            if len(text) * 4 > max_bytes and (size := len(text.encode())) > max_bytes:
-                error = ProtocolError(
-                    ErrorCode.MESSAGE_TOO_LARGE, f"Message of {size} bytes exceeds the limit of {max_bytes} bytes"
-                )
-                await websocket.send_text(_dump("error", error.payload(), _salvage_id(text)))
+            raw = text.encode() if text is not None else (message.get("bytes") or b"")
+            try:
+                if len(raw) > max_bytes:
+                    raise ProtocolError(
+                        ErrorCode.MESSAGE_TOO_LARGE,
+                        f"Message of {len(raw)} bytes exceeds the limit of {max_bytes} bytes",
+                    )
+                text = check_json_text(raw, max_depth=state.config.max_json_depth)
+            except ProtocolError as error:
+                await websocket.send_text(_dump("error", error.payload(), None))
                 continue
             reply, closing = await _handle(session, text, state)
             if reply is not None:
@@ -129,7 +137,7 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
 def _salvage_id(text: str) -> str | int | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     request_id = value.get("id") if isinstance(value, dict) else None
     return request_id if isinstance(request_id, str | int) else None

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fixtures.envs import ProbeEnv, Recorder, ToolOnlyEnv, probe_factory
-from fixtures.servers import ask, receive, serve, ws_url
+from fixtures.servers import ask, receive, serve, wait_until, ws_url
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -241,6 +241,9 @@ def test_slow_tool_times_out_and_session_goes_on(ws: ClientConnection, tool: str
     obs = tool_step(ws, tool)
     assert time.monotonic() - started < 1.5
     assert obs["error"] == {"error_type": "timeout", "message": f"Tool {tool!r} timed out after 0.2 s"}
+    if tool == "slow_sync":  # its thread runs on: the session is busy until the call really ends
+        assert ask(ws, "step", {"tool": "echo", "arguments": {"message": "x"}})["data"]["code"] == "SESSION_BUSY"
+        assert wait_until(lambda: ask(ws, "step", {"tool": "echo", "arguments": {"message": "x"}})["type"] != "error")
     assert tool_step(ws, "echo", message="after")["result"]["data"] == "after"
 
 
@@ -259,6 +262,7 @@ def test_mcp_message_unknown_tool_is_jsonrpc_error(ws: ClientConnection) -> None
     assert reply["data"]["error"] == {
         "code": -32602,
         "message": f"Unknown tool 'ecoh'. Did you mean 'echo'? Available: {TOOLS}",
+        "data": {"code": "VALIDATION_ERROR"},
     }
 
 
