@@ -128,3 +128,17 @@ def test_scaffold_passes_openenv_own_static_validation(tmp_path: Path) -> None:
                              cwd=tmp_path / "my_game", capture_output=True, text=True, timeout=100, check=False)
     assert process.returncode == 0, process.stdout + process.stderr
     assert "PASS  static.manifest" in process.stdout
+
+
+def test_the_scaffold_episode_id_does_not_carry_the_answer(tmp_path: Path) -> None:
+    """A template is copied by everyone: its public episode id must not leak the hidden number."""
+    scaffold("leaky", tmp_path)
+    from openenv_sdk.loader import load_environment
+
+    env = load_environment(tmp_path / "leaky").env_cls()
+    ids = set()
+    for target in (7, 42, 93):
+        env.reset(target=target)
+        assert str(target) not in env.state.episode_id
+        ids.add(env.state.episode_id)
+    assert len(ids) == 3
