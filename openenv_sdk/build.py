@@ -25,7 +25,7 @@ from rich.console import Console
 
 from openenv_sdk.containers.buildlog import BuildOutput, run_build
 from openenv_sdk.containers.context import assemble_context
-from openenv_sdk.containers.dockerfile import DEFAULT_BASE_IMAGE, DockerfileSpec, render_dockerfile
+from openenv_sdk.containers.dockerfile import DEFAULT_BASE_IMAGE, SANDBOX_PACKAGES, DockerfileSpec, render_dockerfile
 from openenv_sdk.containers.engine import connect_engine
 from openenv_sdk.containers.errors import BuildError
 from openenv_sdk.containers.labels import image_labels
@@ -158,7 +158,8 @@ def _build_generated(
         port=manifest.port,
         labels=labels,
         sandbox_user=sandbox.user if sandbox else None,
-        system_packages=list(sandbox.system_packages) if sandbox else [],
+        # bubblewrap for the per-session sandboxes, then the environment's own packages
+        system_packages=list(dict.fromkeys([*SANDBOX_PACKAGES, *sandbox.system_packages])) if sandbox else [],
     )
     dockerfile = render_dockerfile(spec)
     with tempfile.TemporaryDirectory(prefix="openenv-build-") as tmp:
@@ -172,7 +173,8 @@ def _build_generated(
                 context_dir=context,
                 dockerfile="Dockerfile",
                 tag=tag,
-                # Only a base image missing the environment's system packages needs the network.
+                # Only a base image missing the environment's system packages (bubblewrap included,
+                # for a sandboxed environment) needs the network: apt runs only for missing ones.
                 network_mode=None if spec.system_packages else "none",
                 no_cache=no_cache,
                 output=output,

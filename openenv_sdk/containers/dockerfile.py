@@ -3,7 +3,8 @@
 Layers go from least to most often changed, so that editing the environment's code only
 rebuilds the last layers:
 
-1. base image, a virtualenv and a non-root user;
+1. base image, a virtualenv and a non-root user (and, for a sandboxed environment, bubblewrap and
+   its Debian packages, from apt only when the base image lacks them);
 2. dependency wheels (the SDK's and the environment's), installed with `--no-index`;
 3. the SDK's own wheel (`--no-deps`);
 4. metadata (user, health check, entry point, then the manifest labels);
@@ -25,6 +26,7 @@ __all__ = [
     "DEFAULT_BASE_IMAGE",
     "IMAGE_ENV_DIR",
     "REQUIREMENTS_FILE",
+    "SANDBOX_PACKAGES",
     "DockerfileSpec",
     "healthcheck_command",
     "render_dockerfile",
@@ -36,6 +38,9 @@ CONTEXT_SDK_DIR = "wheels/sdk"
 CONTEXT_ENV_DIR = "env"
 REQUIREMENTS_FILE = "requirements.txt"
 IMAGE_ENV_DIR = "/env"
+SANDBOX_PACKAGES = ("bubblewrap", "util-linux")
+"""Debian packages every sandboxed environment's image gets: `bwrap` (the per-command namespaces
+of `openenv_sdk.sandbox`) and `setpriv` (util-linux, essential in Debian: normally present)."""
 _VENV = "/opt/openenv/venv"
 _WHEELS = "/tmp/openenv-wheels"
 
@@ -53,12 +58,16 @@ class DockerfileSpec(BaseModel):
     health_interval_s: int = Field(default=10, ge=1, description="Seconds between health checks.")
     sandbox_user: str | None = Field(
         default=None,
-        description="For environments that run agent commands: the server runs as root and this unprivileged "
-        "user is created for the commands (manifest `sandbox.user`).",
+        description="For environments that run agent commands (manifest `sandbox.user`): the server runs as "
+        "root, so that each session gets a uid of its own (leased from 62000 up, no passwd entry) and "
+        "bubblewrap's namespaces; this fixed user is created for the opt-out only "
+        "(`OPENENV_UNSAFE_NO_ISOLATION=1`), whose unisolated commands still never run as root.",
     )
     sandbox_uid: int = Field(default=10002, ge=1, description="The sandbox user's uid (and gid).")
     system_packages: list[str] = Field(
-        default_factory=list, description="Debian packages installed with apt when the base image lacks them."
+        default_factory=list,
+        description="Debian packages installed with apt when the base image lacks them (a sandboxed "
+        "environment's include `SANDBOX_PACKAGES`).",
     )
 
 
@@ -87,8 +96,9 @@ def render_dockerfile(spec: DockerfileSpec) -> str:
         "",
         "# 3. metadata: cached unless the manifest changes",
         f"WORKDIR {IMAGE_ENV_DIR}",
-        # A sandboxed environment's server stays root so that agent commands can drop to the
-        # sandbox user, who can then neither signal the server nor read what it keeps.
+        # A sandboxed environment's server stays root: bubblewrap (privileged, no user namespace)
+        # sets up each command's namespaces, then setpriv drops it to the session's own uid, which
+        # can neither signal the server nor read what it keeps.
         *([] if spec.sandbox_user else [f"USER {spec.uid}:{spec.uid}"]),
         f"EXPOSE {spec.port}",
         f"HEALTHCHECK --interval={spec.health_interval_s}s --timeout=5s --start-period=5s --retries=3 \\",

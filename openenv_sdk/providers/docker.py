@@ -17,6 +17,26 @@ Network policy and how the host reaches the server:
   127.0.0.1 at a random host port.
 * `allowlist`: not supported by this provider (it needs an egress proxy).
 
+A sandboxed environment (manifest `sandbox:`) runs each agent command in bubblewrap, as root
+without a user namespace, then drops it to the session's uid with setpriv. Its container gets
+exactly what that needs, found by experiment on Podman 4.3 with runc (rootful, and with a user
+namespace), and nothing else (`SANDBOX_CAPABILITIES`; every other capability stays dropped):
+
+* `SYS_ADMIN`: new pid, mount, IPC, UTS and cgroup namespaces, bubblewrap's mounts, pivot_root;
+* `NET_ADMIN`: bringing up the loopback of each command's new network namespace;
+* `SETUID`, `SETGID`: setpriv's switch to the session's uid and gid;
+* `SETPCAP`: setpriv's drop of the bounding set (without it the command keeps a full bounding set);
+* `CHOWN`: handing session folders to the session's uid and taking them back;
+* `KILL`: killing what a session's uid left running when the session ends.
+
+`no-new-privileges` stays, and so do the engine's default seccomp profile and masked `/proc`
+paths: privileged bubblewrap needs neither `seccomp=unconfined` nor `unmask=/proc/*` (Podman) /
+`systempaths=unconfined` (Docker), which only a user namespace made inside the container would
+(the proc mount is then refused as "too revealing"). Engines that confine containers with
+AppArmor (Docker's and Podman's default profiles deny `mount`) also get `apparmor=unconfined`,
+only where the engine reports AppArmor. The agent's commands get none of this: setpriv clears
+every capability, the bounding set included, and sets no-new-privs.
+
 The container is removed by `stop()`, on leaving the `with` block (Ctrl-C included) and at
 interpreter exit (`atexit`). It is killed, not only stopped, when the process is killed
 with SIGKILL; such leftovers carry the label `org.openenv.managed=1`.
@@ -48,12 +68,14 @@ if TYPE_CHECKING:
     import docker
     from docker.models.containers import Container
 
-__all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "INTERNAL_NETWORK", "DockerProvider", "NetworkPolicy"]
+__all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "INTERNAL_NETWORK", "SANDBOX_CAPABILITIES", "DockerProvider", "NetworkPolicy"]
 
 NetworkPolicy = Literal["none", "bridge"]
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 INTERNAL_NETWORK = "openenv-internal"
 _LOG_TAIL_LINES = 40
+SANDBOX_CAPABILITIES = ("SYS_ADMIN", "NET_ADMIN", "SETUID", "SETGID", "SETPCAP", "CHOWN", "KILL")
+"""Capabilities added (to none) for a sandboxed environment's container; see the module docstring."""
 
 
 class DockerProvider(Provider):
@@ -257,10 +279,9 @@ class DockerProvider(Provider):
             "nano_cpus": int(cpus * 1e9),
             "pids_limit": self._pids_limit or manifest.resources.pids,
             "cap_drop": ["ALL"],
-            # A sandboxed environment's root server drops agent commands to its sandbox user,
-            # chowns their workspaces and kills what they leave behind: it needs these four.
-            "cap_add": ["SETUID", "SETGID", "CHOWN", "KILL"] if manifest.sandbox else [],
-            "security_opt": ["no-new-privileges"],
+            # A sandboxed environment's root server runs bubblewrap: see the module docstring.
+            "cap_add": list(SANDBOX_CAPABILITIES) if manifest.sandbox else [],
+            "security_opt": ["no-new-privileges", *(_sandbox_security_opts(engine) if manifest.sandbox else [])],
             "init": True,
         }
         if self._read_only:
@@ -372,6 +393,21 @@ def _is_docker_desktop(engine: docker.DockerClient) -> bool:
 
 
 _desktop_engines: weakref.WeakKeyDictionary[docker.DockerClient, bool] = weakref.WeakKeyDictionary()
+
+
+def _sandbox_security_opts(engine: docker.DockerClient) -> list[str]:
+    """`apparmor=unconfined` where the engine confines containers with AppArmor (its default
+    profile denies the mounts bubblewrap makes); nothing otherwise. Asked once per client, and
+    only for sandboxed environments (`/info` takes Podman about 0.2 s)."""
+    known = _sandbox_opts.get(engine)
+    if known is None:
+        options = [str(option) for option in engine.info().get("SecurityOptions") or []]
+        known = ["apparmor=unconfined"] if any(o.startswith("name=apparmor") for o in options) else []
+        _sandbox_opts[engine] = known
+    return list(known)
+
+
+_sandbox_opts: weakref.WeakKeyDictionary[docker.DockerClient, list[str]] = weakref.WeakKeyDictionary()
 
 
 def _slug(image: str) -> str:

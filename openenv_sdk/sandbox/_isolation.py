@@ -22,9 +22,9 @@ OPT_OUT_ENV = "OPENENV_UNSAFE_NO_ISOLATION"
 """Set to 1 to run sandboxed environments without isolation (development only)."""
 
 CONTAINER_HINT = (
-    "inside a container, bubblewrap needs `--security-opt seccomp=unconfined` and "
-    "`--security-opt unmask=/proc/*` (Podman) or `--security-opt systempaths=unconfined` (Docker); "
-    "the SDK's providers ask for them when the manifest has a `sandbox:` block"
+    "inside a container, run the server as root with `--cap-add` SYS_ADMIN, NET_ADMIN, SETUID, SETGID, "
+    "SETPCAP, CHOWN and KILL (plus `--security-opt apparmor=unconfined` where AppArmor confines "
+    "containers); DockerProvider asks for exactly these when the manifest has a `sandbox:` block"
 )
 
 
