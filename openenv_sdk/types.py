@@ -214,6 +214,11 @@ class HealthResponse(BaseModel):
     max_abandoned_threads: int | None = Field(
         default=None, ge=1, description="While this many run, new sessions are refused (`CAPACITY_REACHED`)."
     )
+    isolation: dict[str, str | bool] | None = Field(
+        default=None,
+        description="Sandboxed environments only: whether agent commands are isolated per session "
+        "(`isolated`), how (`mode`: `bubblewrap`, `none` when opted out) and `detail`.",
+    )
 
 
 class MetadataResponse(BaseModel):

@@ -93,6 +93,7 @@ async def health(request: Request) -> HealthResponse:
         max_mcp_sessions=state.config.max_mcp_sessions,
         abandoned_threads=abandoned.count,
         max_abandoned_threads=abandoned.limit,
+        isolation=getattr(request.app.state, "openenv_isolation", None),  # set by `openenv serve` when sandboxed
     )
 
 
