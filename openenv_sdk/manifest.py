@@ -323,6 +323,21 @@ class ServerSettings(_Section):
         gt=0.0,
         description="A tool call running longer than this many seconds fails with a timeout.",
     )
+    unreset_grace_s: float = Field(
+        default=30.0, gt=0.0, description="A session not reset within this many seconds of its creation is closed."
+    )
+    max_mcp_sessions: int = Field(default=1024, ge=1, description="Most MCP sessions held at once at `/mcp`.")
+    max_message_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest request body or WebSocket message, in bytes."
+    )
+    max_tool_result_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Largest tool result, in bytes; a larger one is cut, with a marker."
+    )
+    max_transcript_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=4096,
+        description="Bytes of the agent's tool calls kept per session; the oldest are dropped first.",
+    )
     workers: int = Field(default=1, ge=1, description="Server worker processes.")
     web: bool = Field(
         default=False, description="Serve the browser playground at `/web` (also `openenv serve --web`)."

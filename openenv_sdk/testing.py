@@ -31,6 +31,16 @@ DEFAULT_SERVE_TIMEOUT_S = 10.0
 """How long `serve_app` waits for the server to start, and then to stop, in seconds."""
 
 
+def _limits_of(app: Any) -> dict[str, Any]:
+    """uvicorn's limits in step with an app from `create_app` (`{}` for any other app)."""
+    config = getattr(getattr(getattr(app, "state", None), "openenv", None), "config", None)
+    if config is None:
+        return {}
+    from .server import uvicorn_limits
+
+    return uvicorn_limits(config)
+
+
 @contextlib.contextmanager
 def serve_app(app: Any, *, host: str = "127.0.0.1", timeout_s: float = DEFAULT_SERVE_TIMEOUT_S) -> Iterator[str]:
     """Serve `app` with uvicorn on `host` and a free port, in a daemon thread; yields the base URL.
@@ -58,7 +68,7 @@ def serve_app(app: Any, *, host: str = "127.0.0.1", timeout_s: float = DEFAULT_S
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, 0))
         port = sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **_limits_of(app)))
         exits: list[SystemExit] = []
 
         def run() -> None:

@@ -114,6 +114,11 @@ def test_full_manifest_from_the_docs(tmp_path):
         "max_sessions": 16,
         "idle_timeout_s": 120.0,
         "tool_timeout_s": 10.0,
+        "unreset_grace_s": 30.0,
+        "max_mcp_sessions": 1024,
+        "max_message_bytes": 8 * 1024 * 1024,
+        "max_tool_result_bytes": 4 * 1024 * 1024,
+        "max_transcript_bytes": 4 * 1024 * 1024,
         "workers": 1,
         "web": False,
     }

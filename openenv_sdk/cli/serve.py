@@ -20,21 +20,69 @@ def build_app_from_env() -> Any:
     import json
 
     from ..loader import load_environment
-    from ..server import ServerConfig, create_app
+    from ..server import create_app
 
     loaded = load_environment(os.environ[ENV_DIR_VAR])
     if loaded.env_cls is None:
+        from ..server._auth import take_token_from_environ
+
+        if take_token_from_environ() is not None:
+            console.print("[yellow]Note:[/] an OpenEnv `app:` cannot require the orchestrator token; it is ignored.")
         return loaded.app
-    settings = loaded.manifest.server
-    config = ServerConfig(
-        max_sessions=settings.max_sessions,
-        idle_timeout_s=settings.idle_timeout_s,
-        tool_timeout_s=settings.tool_timeout_s,
-        web=settings.web,
-    )
     overrides = json.loads(os.environ.get(OVERRIDES_VAR, "{}"))
-    config = config.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-    return create_app(loaded.env_cls, config=ServerConfig.model_validate(config.model_dump()), readme=loaded.readme)
+    # The orchestrator token, when there is one, comes through OPENENV_ORCHESTRATOR_TOKEN, which
+    # create_app reads and removes from this process's environment.
+    app = create_app(loaded.env_cls, config=_server_config(loaded.manifest.server, overrides), readme=loaded.readme)
+    if loaded.manifest.sandbox is not None:
+        app.state.openenv_isolation = _require_isolation()  # reported by /health
+    return app
+
+
+def _require_isolation() -> dict[str, str | bool]:
+    """A sandboxed environment's server starts only where its sessions can be isolated (or the
+    operator opted out): raises `IsolationUnavailable` here, at startup, not at the first reset.
+    Returns what `/health` reports."""
+    from ..sandbox import isolation_mode, isolation_report
+
+    isolation_mode()
+    return isolation_report()
+
+
+def _server_config(settings: Any, overrides: dict[str, Any]) -> Any:
+    from ..server import ServerConfig
+
+    config = {
+        "max_sessions": settings.max_sessions,
+        "idle_timeout_s": settings.idle_timeout_s,
+        "tool_timeout_s": settings.tool_timeout_s,
+        "unreset_grace_s": settings.unreset_grace_s,
+        "max_mcp_sessions": settings.max_mcp_sessions,
+        "max_message_bytes": settings.max_message_bytes,
+        "max_tool_result_bytes": settings.max_tool_result_bytes,
+        "max_transcript_bytes": settings.max_transcript_bytes,
+        "web": settings.web,
+    }
+    config.update({k: v for k, v in overrides.items() if v is not None})
+    return ServerConfig.model_validate(config)
+
+
+def _isolation_ok(no_isolation: bool) -> bool:
+    """Refuse to serve a sandboxed environment that cannot isolate its sessions, unless opted out."""
+    from ..sandbox import OPT_OUT_ENV, IsolationUnavailable, isolation_mode
+
+    if no_isolation:
+        os.environ[OPT_OUT_ENV] = "1"  # inherited by the workers
+    try:
+        mode = isolation_mode()
+    except IsolationUnavailable as e:
+        fail(str(e), hint="Inside a container, start it with DockerProvider or `openenv validate --image`")
+        return False
+    if mode.value == "none":
+        console.print(
+            "[yellow]Warning:[/] agent commands are NOT isolated "
+            f"({OPT_OUT_ENV}=1): sessions share a user and can see and kill each other. Development only."
+        )
+    return True
 
 
 def serve(
@@ -49,6 +97,21 @@ def serve(
         bool | None,
         typer.Option("--web/--no-web", help="Serve the browser playground at /web; defaults to the manifest's.", show_default=False),
     ] = None,
+    orchestrator_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="File holding the orchestrator's token: reset/step/state/close, sessions and orchestrator "
+            "calls then need `Authorization: Bearer <token>` (also: the OPENENV_ORCHESTRATOR_TOKEN variable).",
+        ),
+    ] = None,
+    no_isolation: Annotated[
+        bool,
+        typer.Option(
+            "--no-isolation",
+            help="Run a sandboxed environment's agent commands without isolation where bubblewrap cannot run "
+            "(sets OPENENV_UNSAFE_NO_ISOLATION=1). Development only: sessions then see and can kill each other.",
+        ),
+    ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve an environment folder: WebSocket /ws, HTTP reset/step/state, and MCP at /mcp.
@@ -57,12 +120,14 @@ def serve(
         openenv serve environments/echo --port 8000
         openenv serve environments/wordle --max-sessions 4096 --idle-timeout-s 120
         openenv serve environments/echo --web   # then open http://127.0.0.1:8000/web
+        openenv serve environments/echo --orchestrator-token-file ~/.openenv/token
     """
     import json
 
     import uvicorn
 
     from ..loader import load_environment
+    from ..server import ORCHESTRATOR_TOKEN_VAR, uvicorn_limits
 
     try:
         loaded = load_environment(env_dir)
@@ -71,6 +136,18 @@ def serve(
             raise
         fail(str(e), hint="Check it with: openenv validate " + str(env_dir))
         return
+    if loaded.manifest.sandbox is not None and not _isolation_ok(no_isolation):
+        return
+    if orchestrator_token_file is not None:
+        try:
+            token = orchestrator_token_file.expanduser().read_text().strip()
+        except OSError as e:
+            fail(f"Cannot read the orchestrator token file {orchestrator_token_file}: {e.strerror}")
+            return
+        if not token:
+            fail(f"The orchestrator token file {orchestrator_token_file} is empty")
+            return
+        os.environ[ORCHESTRATOR_TOKEN_VAR] = token  # read, and removed, by each worker's create_app
     settings = loaded.manifest.server
     workers = workers or settings.workers
     port = port if port is not None else loaded.manifest.port
@@ -98,7 +175,7 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
-        ws_max_size=64 * 1024 * 1024,
+        **uvicorn_limits(_server_config(settings, {})),
         ws_ping_interval=20.0,
         ws_ping_timeout=20.0,
         timeout_graceful_shutdown=5,

@@ -91,9 +91,15 @@ class ServerConfig(BaseModel):
 
 
 def uvicorn_limits(config: ServerConfig) -> dict[str, Any]:
-    """uvicorn settings in step with `config`: a WebSocket message past `max_message_bytes` is
-    refused by uvicorn (close code 1009) before it is read whole."""
-    return {"ws_max_size": config.max_message_bytes, "h11_max_incomplete_event_size": 64 * 1024}
+    """uvicorn settings in step with `config`.
+
+    A WebSocket message a little over `max_message_bytes` (by up to an eighth, at least 64 KiB)
+    is read and answered with a typed `MESSAGE_TOO_LARGE` error, and the session goes on; a
+    larger one is refused by uvicorn before it is read whole (close code 1009, "message too
+    big"). Request headers are limited to 64 KiB; bodies by `max_message_bytes`, in the app.
+    """
+    slack = max(64 * 1024, config.max_message_bytes // 8)
+    return {"ws_max_size": config.max_message_bytes + slack, "h11_max_incomplete_event_size": 64 * 1024}
 
 
 class _RedactTokens(logging.Filter):
