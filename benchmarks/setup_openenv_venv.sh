@@ -6,7 +6,8 @@
 #
 # Both are repo-relative and gitignored. Idempotent: what is already installed is kept.
 #
-# Usage: bash benchmarks/setup_openenv_venv.sh
+# Usage: bash benchmarks/setup_openenv_venv.sh [--openenv-only]
+#   --openenv-only           skip the tools venv (the test command needs OpenEnv alone)
 #   OPENENV_VERSION=0.10.0   version to install (default 0.10.0)
 #   PYTHON=python3.11        interpreter that creates the venvs (default: python3)
 set -euo pipefail
@@ -48,6 +49,10 @@ else
     pip_install "${openenv_venv}" "openenv==${version}" "uvicorn[standard]"
     "${openenv_venv}/bin/python" -c 'import openenv.core.env_server.http_server, fastmcp, uvicorn'
     echo "openenv $(openenv_version) installed in ${openenv_venv}"
+fi
+
+if [[ "${1:-}" == "--openenv-only" ]]; then
+    exit 0
 fi
 
 # Tools: optional; the benchmark skips the plot (with a note) when matplotlib is missing.

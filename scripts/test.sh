@@ -32,6 +32,10 @@ if [ -f scripts/setup_browser.sh ] && bash scripts/setup_browser.sh; then
   export OPENENV_TEST_BROWSER=1
 fi
 export HF_HUB_OFFLINE=1
+# The public OpenEnv package, in a venv of its own, for the compatibility tests (our client on its
+# server, its CLI on our scaffold): with the variable set, a missing install fails those tests.
+bash benchmarks/setup_openenv_venv.sh --openenv-only
+export OPENENV_REFERENCE_VENV="$PWD/.bench/openenv-venv"
 
 # The trainers (their own distribution: torch, transformers, trl) in their own venv.
 # torch is pinned first: unpinned, it pulls GB of CUDA wheels.

@@ -17,6 +17,7 @@ from openenv_sdk.checks import validate_path
 from openenv_sdk.cli.init import ScaffoldError, scaffold, validate_name
 from openenv_sdk.cli.main import app
 from openenv_sdk.manifest import load_manifest
+from openenv_reference import OPENENV_CLI, require
 
 runner = CliRunner()
 
@@ -120,9 +121,7 @@ def test_scaffold_test_passes_under_pytest(tmp_path: Path) -> None:
 
 
 def test_scaffold_passes_openenv_own_static_validation(tmp_path: Path) -> None:
-    openenv_cli = Path("/work/oe-venv/bin/openenv")
-    if not openenv_cli.exists():
-        pytest.skip("OpenEnv's CLI is not installed")
+    openenv_cli = require(OPENENV_CLI)
     scaffold("my_game", tmp_path)
     process = subprocess.run([str(openenv_cli), "validate", ".", "--level", "static", "--skip-build"],
                              cwd=tmp_path / "my_game", capture_output=True, text=True, timeout=100, check=False)

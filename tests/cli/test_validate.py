@@ -28,11 +28,11 @@ from openenv_sdk.checks import (
 )
 from openenv_sdk.checks._sample import SampleError
 from openenv_sdk.cli.main import app
+from openenv_reference import OPENENV_PYTHON, require
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO_DIR = REPO / "environments" / "echo"
 WORDLE_DIR = REPO / "environments" / "wordle"
-OPENENV_PYTHON = Path("/work/oe-venv/bin/python")
 REFERENCE_SERVER = REPO / "tests" / "conformance" / "openenv_reference_server.py"
 
 MANIFEST = """\
@@ -306,8 +306,7 @@ def test_url_with_nothing_listening_fails_health_and_skips_the_rest() -> None:
 @pytest.fixture(scope="module")
 def openenv_reference_server() -> Iterator[str]:
     """An echo environment served by OpenEnv's own create_app, in OpenEnv's interpreter."""
-    if not OPENENV_PYTHON.exists():
-        pytest.skip(f"OpenEnv's interpreter {OPENENV_PYTHON} is not installed")
+    require(OPENENV_PYTHON)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -15,9 +15,9 @@ from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient, StepResu
 from openenv_sdk.errors import InvalidActionError, ServerError
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.providers.health import wait_for_health
+from openenv_reference import OPENENV_PYTHON, require
 
 ROOT = Path(__file__).resolve().parents[2]
-OPENENV_PYTHON = Path("/work/oe-venv/bin/python")
 
 
 def test_dict_actions_and_observations(echo_server: str) -> None:
@@ -153,8 +153,8 @@ class ScriptProvider(Provider):
         return self.process is not None and self.process.poll() is None
 
 
-@pytest.mark.skipif(not OPENENV_PYTHON.exists(), reason="needs the public openenv package in /work/oe-venv")
 def test_against_openenv_own_server() -> None:
+    require(OPENENV_PYTHON)
     provider = ScriptProvider([str(OPENENV_PYTHON), str(ROOT / "tests/conformance/openenv_reference_server.py")])
     with GenericEnvClient(provider=provider) as env:
         assert env.reset(seed=5).observation["echoed_message"] == "Echo environment ready!"

@@ -2,7 +2,7 @@
 
 Run it with the interpreter that has the public `openenv` package installed (not this SDK):
 
-    /work/oe-venv/bin/python tests/conformance/openenv_reference_server.py --port 8765
+    .bench/openenv-venv/bin/python tests/conformance/openenv_reference_server.py --port 8765
 
 then run the suite against it with only the core checks:
 
