@@ -33,20 +33,55 @@ from .types import (
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .client import AsyncEnvClient, AsyncGenericEnvClient, EnvClient, GenericEnvClient, StepResult
+    from .providers import DockerProvider, LocalProcessProvider, Provider
+    from .rubric import Grader, Score, agrade, grade, reward
     from .server import ServerConfig, create_app
+
+# The names a user reaches for first, imported on first use so that `import openenv_sdk` stays
+# light (the server pulls in FastAPI and the MCP server; the clients httpx and websockets).
+_LAZY = {
+    "ServerConfig": "server",
+    "create_app": "server",
+    "EnvClient": "client",
+    "AsyncEnvClient": "client",
+    "GenericEnvClient": "client",
+    "AsyncGenericEnvClient": "client",
+    "StepResult": "client",
+    "Provider": "providers",
+    "LocalProcessProvider": "providers",
+    "DockerProvider": "providers",
+    "Grader": "rubric",
+    "Score": "rubric",
+    "grade": "rubric",
+    "agrade": "rubric",
+    "reward": "rubric",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # The server pulls in FastAPI and the MCP server; clients that never serve skip that import.
-    if name in ("ServerConfig", "create_app"):
-        from . import server
+    if name in _LAZY:
+        import importlib
 
-        return getattr(server, name)
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'openenv_sdk' has no attribute {name!r}")
 
 
 __all__ = [
     "Action",
+    "AsyncEnvClient",
+    "AsyncGenericEnvClient",
+    "DockerProvider",
+    "EnvClient",
+    "GenericEnvClient",
+    "Grader",
+    "LocalProcessProvider",
+    "Provider",
+    "Score",
+    "StepResult",
+    "agrade",
+    "grade",
+    "reward",
     "CallToolAction",
     "CallToolObservation",
     "CapacityError",

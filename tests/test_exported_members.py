@@ -10,12 +10,13 @@ import openenv_sdk.server
 
 def test_top_level_api() -> None:
     assert sorted(openenv_sdk.__all__) == [
-        "Action", "CallToolAction", "CallToolObservation", "CapacityError", "ClientStateError",
-        "ContainerError", "Environment", "EnvironmentDefinitionError", "InvalidActionError",
-        "ListToolsAction", "ListToolsObservation", "ManifestError", "Observation", "OpenEnvError",
-        "ProviderError", "RequestTimeout", "ServerConfig", "ServerError", "SessionError", "State",
-        "ToolCallAction", "ToolCallError", "ToolError", "ToolErrorType", "TransportError",
-        "create_app", "orchestrator", "tool",
+        "Action", "AsyncEnvClient", "AsyncGenericEnvClient", "CallToolAction", "CallToolObservation",
+        "CapacityError", "ClientStateError", "ContainerError", "DockerProvider", "EnvClient", "Environment",
+        "EnvironmentDefinitionError", "GenericEnvClient", "Grader", "InvalidActionError",
+        "ListToolsAction", "ListToolsObservation", "LocalProcessProvider", "ManifestError", "Observation",
+        "OpenEnvError", "Provider", "ProviderError", "RequestTimeout", "Score", "ServerConfig", "ServerError",
+        "SessionError", "State", "StepResult", "ToolCallAction", "ToolCallError", "ToolError", "ToolErrorType",
+        "TransportError", "agrade", "create_app", "grade", "orchestrator", "reward", "tool",
     ]  # fmt: skip
     for name in openenv_sdk.__all__:
         assert getattr(openenv_sdk, name) is not None, name
@@ -32,3 +33,19 @@ def test_server_and_rubric_api() -> None:
 def test_every_exported_client_name_exists() -> None:
     for name in openenv_sdk.client.__all__:
         assert hasattr(openenv_sdk.client, name), name
+
+
+def test_top_level_names_are_the_same_objects_and_import_lazily() -> None:
+    """`from openenv_sdk import GenericEnvClient` works (OpenEnv users write it first) without
+    `import openenv_sdk` importing the server, the clients or the providers."""
+    import subprocess
+    import sys
+
+    import openenv_sdk.providers
+
+    assert openenv_sdk.GenericEnvClient is openenv_sdk.client.GenericEnvClient
+    assert openenv_sdk.DockerProvider is openenv_sdk.providers.DockerProvider
+    assert openenv_sdk.grade is openenv_sdk.rubric.grade
+    code = "import sys, openenv_sdk; print(sorted(m for m in ('fastapi', 'httpx', 'websockets', 'docker', 'openenv_sdk.client') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
