@@ -24,6 +24,7 @@ __all__ = [
     "RUNTIME_CHECKS",
     "RuntimeProbe",
     "check_health",
+    "check_isolation",
     "check_mcp_jsonrpc",
     "check_mcp_official",
     "check_metadata",
@@ -140,6 +141,33 @@ def check_health(probe: RuntimeProbe) -> CheckResult:
     if status == 200 and isinstance(body, dict) and body.get("status") == "healthy":
         return _ok(name, "healthy")
     return _fail(name, f"GET /health answered {status} {body!r}", "/health must answer 200 {\"status\": \"healthy\"}")
+
+
+_NOT_SANDBOXED = "no sandbox reported (the environment runs no agent commands)"
+
+
+def check_isolation(probe: RuntimeProbe) -> CheckResult:
+    """A sandboxed environment's `/health` says its sessions are isolated (`isolation.isolated`).
+
+    A server that reports no `isolation` runs no sandbox (or predates the field): it passes, and
+    `run_runtime_checks` leaves the rule out of the report. One opted out on purpose (`mode: none`)
+    is a warning; any other unisolated report fails.
+    """
+    name = "http.isolation"
+    try:
+        _, body = probe.get_json("/health")
+    except Exception as e:
+        return _fail(name, f"GET /health failed: {_reason(e)}", "Is the server running at this URL?")
+    report = body.get("isolation") if isinstance(body, dict) else None
+    if not isinstance(report, dict):
+        return _ok(name, _NOT_SANDBOXED)
+    detail = str(report.get("detail", ""))
+    if report.get("isolated") is True:
+        return _ok(name, f"sessions isolated ({report.get('mode')}: {detail})")
+    fix = ("Serve it where bubblewrap runs: as root in a container started by DockerProvider "
+           "(or `openenv validate --image`), without OPENENV_UNSAFE_NO_ISOLATION / --no-isolation")
+    message = f"sessions are NOT isolated ({detail}): agents can see and kill each other's processes and files"
+    return _fail(name, message, fix, severity="warning" if report.get("mode") == "none" else "error")
 
 
 def check_metadata(probe: RuntimeProbe) -> CheckResult:
@@ -406,6 +434,7 @@ def check_mcp_official(probe: RuntimeProbe) -> CheckResult:
 
 _NAMED: tuple[tuple[str, Callable[[RuntimeProbe], CheckResult]], ...] = (
     ("http.health", check_health),
+    ("http.isolation", check_isolation),
     ("http.metadata", check_metadata),
     ("http.schema", check_schema),
     ("http.openapi", check_openapi),
@@ -430,6 +459,8 @@ def run_runtime_checks(probe: RuntimeProbe) -> Iterator[CheckResult]:
     """
     for index, check in enumerate(RUNTIME_CHECKS):
         result = check(probe)
+        if check is check_isolation and result.message == _NOT_SANDBOXED:
+            continue  # the rule applies to sandboxed environments only
         yield result
         if check is check_health and not result.passed:
             for rest_name, _ in _NAMED[index + 1:]:
