@@ -9,8 +9,17 @@ enters the image: the host-side grader (`grader.TerminalGrader`) sends a task's 
 grading time through the orchestrator-only `run_checks` call.
 
 Tools: `bash(command, timeout_s=None)`, `read_file(path)`, `write_file(path, content)`, and
-`submit()`. Every command goes through `openenv_sdk.sandbox.run_command` (time, output, memory
-and process limits; the sandbox user when the server is root).
+`submit()`.
+
+Isolation: each episode holds one `openenv_sdk.sandbox.Sandbox`, made in `reset` and closed in
+`close` (and on the next `reset`). Every command the agent causes (the tools, the task's
+`setup.sh`, an agent program started by `run_agent`) runs through `Sandbox.run`: as the
+session's own uid, in fresh pid, mount, network, IPC and UTS namespaces, seeing the system,
+the Python runtime and its session folder only (`work/` the workspace, `home/`, `state/` where
+the shell is saved, `tmp/` mounted as `/tmp`), under the manifest's limits. Every process a
+command started ends with it. `run_checks` runs the check in a second, fresh sandbox (another
+uid) on a copy of the workspace, with the check files mounted read-only; the agent never sees
+them.
 
 How the shell persists between calls: each call is a fresh `bash` that restores, before the
 command, what the previous call left (the working directory, exported and plain shell
@@ -22,7 +31,6 @@ If the working directory was deleted, the next call says so and starts in the wo
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import functools
 import os
@@ -30,13 +38,7 @@ import pwd
 import random
 import secrets
 import shutil
-import signal
-import stat
 import string
-import subprocess
-import sys
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,8 +47,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
 from openenv_sdk.agents import AgentHost
-from openenv_sdk.manifest import Sandbox, load_manifest
-from openenv_sdk.sandbox import CommandResult, SandboxLimits, run_command
+from openenv_sdk.manifest import Sandbox as SandboxSettings
+from openenv_sdk.manifest import load_manifest
+from openenv_sdk.sandbox import CommandResult, Isolation, Mount, Sandbox, SandboxLimits, isolation_mode, run_command
 
 __all__ = [
     "WORKDIR_BASE_ENV",
@@ -62,10 +65,10 @@ HERE = Path(__file__).resolve().parent
 TASKS_DIR = HERE / "tasks"
 
 WORKDIR_BASE_ENV = "OPENENV_TERMINAL_WORKDIR"
-"""Environment variable: the folder under which sessions' workspaces are made (default: the temp dir)."""
+"""Environment variable: the folder under which sessions' folders are made (default `/var/tmp`)."""
 
-SESSION_MARKER = "OPENENV_TERMINAL_SESSION"
-"""Set in every command's environment, so that processes that escape their command can be found."""
+DEFAULT_WORKDIR_BASE = "/var/tmp"
+"""Outside `/tmp`, so that a session's own `tmp/` can be mounted on `/tmp` without hiding it."""
 
 MAX_COMMAND_BYTES = 100_000
 """Longest command the `bash` tool takes (one argument of `execve` holds at most 128 KiB)."""
@@ -73,10 +76,6 @@ MAX_COMMAND_BYTES = 100_000
 SETUP_TIMEOUT_S = 60.0
 COPY_TIMEOUT_S = 60.0
 MAX_CHECK_OUTPUT_BYTES = 64 * 1024
-CAPABILITIES_HINT = (
-    "A server running as root needs the capabilities CHOWN, SETUID, SETGID and KILL to hand workspaces "
-    "to the sandbox user and run its commands (a container started with --cap-drop ALL must add them back)."
-)
 FIXED_GIT_DATE = "2024-01-15T12:00:00+00:00"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -89,6 +88,38 @@ GITCONFIG = """\
 [advice]
 \tdetachedHead = false
 """
+
+# What the check's environment sets so that nothing the agent left in the workspace runs during
+# grading unless the check itself runs it: git hooks, fsmonitor, pager, editor and signing
+# programs (given on the command line's level, above any repository's config), replace refs
+# (which could make `git log` show commits that are not there), system config; no BASH_ENV/ENV;
+# Python does not import from the working directory.
+GIT_OVERRIDES = {
+    "core.hooksPath": "/dev/null",
+    "core.fsmonitor": "false",
+    "core.pager": "cat",
+    "core.editor": "true",
+    "sequence.editor": "true",
+    "core.sshCommand": "false",
+    "commit.gpgSign": "false",
+    "tag.gpgSign": "false",
+    "gpg.program": "false",
+    "credential.helper": "",
+}
+CHECK_SAFETY_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": "true",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_CONFIG_COUNT": str(len(GIT_OVERRIDES)),
+    **{f"GIT_CONFIG_KEY_{i}": key for i, key in enumerate(GIT_OVERRIDES)},
+    **{f"GIT_CONFIG_VALUE_{i}": value for i, value in enumerate(GIT_OVERRIDES.values())},
+    "PAGER": "cat",
+    "PYTHONSAFEPATH": "1",
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
 
 # The shell around every command. `$1` is the command; the rest of the arguments are its `$@`.
 # __OE_ROOT (the workspace root) and __OE_STATE (where the shell is saved) come in the environment.
@@ -106,7 +137,7 @@ __oe_cwd=$__oe_root
 if [ -f "$__oe_state/shell" ]; then
   for __oe_n in NAMES; do
     case $__oe_n in
-      __oe_*|OPENENV_TERMINAL_SESSION) ;;
+      __oe_*) ;;
       *) [[ ${__oe_n@a} == *x* ]] && builtin unset "$__oe_n" ;;
     esac
   done
@@ -125,7 +156,7 @@ __oe_save() {
       case $__oe_n in
         __oe_*|BASH*|COMP_*|DIRSTACK|EPOCHREALTIME|EPOCHSECONDS|EUID|FUNCNAME|GROUPS|HISTCMD|HOSTNAME|\
 HOSTTYPE|IFS|LINENO|MACHTYPE|OPTERR|OPTIND|OSTYPE|PIPESTATUS|PPID|PS4|PWD|RANDOM|SECONDS|SHELLOPTS|\
-SHLVL|SRANDOM|UID|_|OPENENV_TERMINAL_SESSION) ;;
+SHLVL|SRANDOM|UID|_) ;;
         *) builtin declare -p -- "$__oe_n" 2>/dev/null ;;
       esac
     done
@@ -182,202 +213,76 @@ def task_ids() -> list[str]:
     return list(load_tasks())
 
 
-# --- the sandbox user and the places sessions live -------------------------------------
+# --- sandboxes ---------------------------------------------------------------------------
 
 
 @functools.cache
-def sandbox_settings() -> Sandbox:
+def sandbox_settings() -> SandboxSettings:
     """The manifest's `sandbox:` section (its defaults when the section is absent)."""
-    return load_manifest(HERE).sandbox or Sandbox()
+    return load_manifest(HERE).sandbox or SandboxSettings()
 
 
-@functools.cache
-def sandbox_account() -> tuple[str, int, int] | None:
-    """`(name, uid, gid)` of the user commands run as when the server is root, else None.
-
-    The manifest's `sandbox.user`, or `nobody` when that user does not exist on this machine.
-
-    Raises:
-        RuntimeError: the server is root and neither user exists (commands would run as root).
-    """
-    if os.geteuid() != 0:
-        return None
-    for name in dict.fromkeys([sandbox_settings().user, "nobody"]):
+def user_name() -> str:
+    """The name commands run under: the manifest's `sandbox.user` (with the opt-out as root,
+    `nobody` where that user does not exist)."""
+    name = sandbox_settings().user
+    if os.geteuid() == 0 and isolation_mode() is Isolation.NONE:
         try:
-            entry = pwd.getpwnam(name)
+            pwd.getpwnam(name)
         except KeyError:
-            continue
-        if entry.pw_uid != 0:
-            return name, entry.pw_uid, entry.pw_gid
-    raise RuntimeError(
-        f"the server runs as root but neither the sandbox user {sandbox_settings().user!r} nor 'nobody' "
-        f"exists: agent commands would run as root. Create the user (useradd {sandbox_settings().user})."
+            return "nobody"
+    return name
+
+
+def _limits() -> SandboxLimits:
+    settings = sandbox_settings()
+    return SandboxLimits(
+        timeout_s=settings.command_timeout_s,
+        max_output_bytes=settings.max_output_bytes,
+        memory_bytes=settings.memory_bytes,
+        max_processes=settings.max_processes,
+        sandbox_user=user_name(),
     )
 
 
-_parent_lock = threading.Lock()
-_parent: Path | None = None
+def _new_sandbox(name: str) -> Sandbox:
+    """A sandbox with the manifest's limits, its folder under `WORKDIR_BASE_ENV`'s folder."""
+    base = os.environ.get(WORKDIR_BASE_ENV) or DEFAULT_WORKDIR_BASE
+    if not os.path.isdir(base) or not os.access(base, os.W_OK | os.X_OK):
+        base = None  # the system's temp dir
+    return Sandbox(limits=_limits(), name=name, base_dir=base)
 
 
-def _new_private_dir(prefix: str) -> Path:
-    """A fresh folder (0700) in this process's folder of session and grading folders.
-
-    That folder is root-owned and not listable (0711) when the server is root, so a command can
-    reach its own session's folder but find no other. It exists while it holds something.
-    """
-    global _parent
-    with _parent_lock:
-        if _parent is None or not _parent.is_dir():
-            base = os.environ.get(WORKDIR_BASE_ENV) or tempfile.gettempdir()
-            Path(base).mkdir(parents=True, exist_ok=True)
-            _parent = Path(tempfile.mkdtemp(prefix="openenv-terminal-", dir=base))
-            _parent.chmod(0o711 if os.geteuid() == 0 else 0o700)
-        return Path(tempfile.mkdtemp(prefix=prefix, dir=_parent))
+def _shows_tmp(sandbox: Sandbox) -> bool:
+    """Whether the session's `tmp/` can be mounted on `/tmp` (namespaces, and the session's folder
+    is not itself under `/tmp`, which the mount would hide)."""
+    return sandbox.isolation is Isolation.BWRAP and not sandbox.root.is_relative_to("/tmp")
 
 
-def _release_private_dir(path: Path) -> None:
-    """Remove a folder made by `_new_private_dir`, and the parent folder once it is empty."""
-    global _parent
-    _remove_tree(path)
-    with _parent_lock:
-        if _parent is not None:
-            with contextlib.suppress(OSError):  # not empty: other sessions live there
-                _parent.rmdir()
-                _parent = None
+def _account_files(sandbox: Sandbox, home: Path) -> list[Mount]:
+    """`/etc/passwd` and `/etc/group` with the session's uid named (`id -un`, `whoami` and tools
+    that look the user up work), mounted over the system's; none where the uid has a name."""
+    if sandbox.isolation is not Isolation.BWRAP or not sandbox.privileged:
+        return []
+    name = user_name()
+    etc = sandbox.make_dir("etc", writable=False)
+    mounts = []
+    for file, line in (
+        ("passwd", f"{name}:x:{sandbox.uid}:{sandbox.gid}:{name}:{home}:/bin/bash"),
+        ("group", f"{name}:x:{sandbox.gid}:"),
+    ):
+        system = Path("/etc", file).read_text(encoding="utf-8", errors="replace").splitlines()
+        kept = [entry for entry in system if entry.split(":", 1)[0] != name]
+        (etc / file).write_text("\n".join([*kept, line]) + "\n", encoding="utf-8")
+        os.chmod(etc / file, 0o644)
+        mounts.append(Mount(source=etc / file, target=Path("/etc", file)))
+    return mounts
 
 
-def _force_rmtree(path: Path) -> None:
-    """Remove a tree, adding owner permissions (never taking any away) where a removal fails."""
-
-    def add_owner_rwx(target: str) -> None:
-        with contextlib.suppress(OSError):
-            info = os.lstat(target)
-            if stat.S_ISDIR(info.st_mode):
-                os.chmod(target, stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
-
-    def retry(function: Any, failed: str, _exc: BaseException) -> None:
-        add_owner_rwx(os.path.dirname(failed))
-        add_owner_rwx(failed)
-        if function in (os.rmdir, os.unlink, os.remove):
-            with contextlib.suppress(OSError):
-                function(failed)
-
-    for _ in range(2):  # a folder that could not be opened the first time is, once its mode is fixed
-        if path.is_symlink() or path.is_file():
-            path.unlink(missing_ok=True)
-        elif not path.exists():
-            return
-        elif sys.version_info >= (3, 12):
-            shutil.rmtree(path, onexc=retry)
-        else:
-            shutil.rmtree(path, onerror=lambda f, p, e: retry(f, p, e[1]))
-
-
-def _chown_tree(path: Path, uid: int, gid: int) -> None:
-    """`chown -hR`: symlinks themselves, never what they point to.
-
-    Raises:
-        RuntimeError: the server may not chown (a container without CAP_CHOWN).
-    """
-    try:
-        os.lchown(path, uid, gid)
-        for root, dirs, files in os.walk(path):
-            for name in dirs + files:
-                os.lchown(os.path.join(root, name), uid, gid)
-    except PermissionError as e:
-        raise RuntimeError(f"cannot give {path} to the sandbox user: {e}. {CAPABILITIES_HINT}") from e
-
-
-_EMPTY_AS_AGENT = 'chmod -R u+rwX -- "$1" 2>/dev/null; find "$1" -mindepth 1 -delete 2>/dev/null; chmod 755 -- "$1"; true'
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a folder the agent wrote in, whatever it did to the permissions inside.
-
-    Root removes it at once where it may override file permissions; where it may not (a
-    container without CAP_DAC_OVERRIDE), the folders the sandbox user owns are first emptied
-    with that user's own rights.
-    """
-    _force_rmtree(path)
-    account = sandbox_account()
-    if not path.exists() or account is None:
-        return
-    owned = [p for p in (path, *path.iterdir()) if p.is_dir() and not p.is_symlink() and p.lstat().st_uid == account[1]]
-    limits = SandboxLimits(timeout_s=COPY_TIMEOUT_S, sandbox_user=account[0], max_processes=None)
-    for folder in owned:
-        run_command(["/bin/sh", "-c", _EMPTY_AS_AGENT, "sh", str(folder)], cwd="/", limits=limits)
-    _force_rmtree(path)
-
-
-# --- processes that outlive their command --------------------------------------------------
-
-
-def _marker_of(pid: int) -> str | None:
-    environ = Path(f"/proc/{pid}/environ").read_bytes()
-    prefix = SESSION_MARKER.encode() + b"="
-    for item in environ.split(b"\0"):
-        if item.startswith(prefix):
-            return item[len(prefix) :].decode(errors="replace")
-    return None
-
-
-def _processes_of(uid: int, *, undumpable: bool = False) -> dict[int, tuple[int, int]]:
-    """Live (not zombie) processes whose real uid is `uid`: pid -> (parent pid, session id).
-
-    `undumpable`: also look at the processes /proc shows as root's, as it does for a process that
-    made itself not dumpable (costly where root runs many processes, cheap in a container).
-    """
-    me = os.getpid()
-    owners = (uid, 0) if undumpable else (uid,)
-    found = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            if entry.stat().st_uid not in owners:
-                continue
-            status = Path(entry.path, "status").read_text()
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        uid_line = next((line for line in status.splitlines() if line.startswith("Uid:")), "")
-        if uid_line.split()[1:2] == [str(uid)] and fields[0] not in ("Z", "X"):
-            found[int(entry.name)] = (int(fields[1]), int(fields[3]))
-    return found
-
-
-def reap_strays(marker: str) -> list[int]:
-    """Kill the processes a session's commands left behind, including those that left their
-    command's process session (`setsid cmd &`), which `run_command` alone cannot see.
-
-    With a dedicated sandbox user (the server is root and the user is not `nobody`: the image's
-    case), every process of that user is a stray unless it belongs to a command in flight, that
-    is, to the process session of one of this server's children. Otherwise (`nobody`, which
-    other software may use too, or no root) a stray is a process of the commands' user that
-    carries this session's marker in its environment.
-
-    Returns:
-        The pids signalled.
-    """
-    account = sandbox_account()
-    dedicated = account is not None and account[0] != "nobody"
-    processes = _processes_of(account[1] if account else os.getuid(), undumpable=dedicated)
-    if dedicated:
-        me = os.getpid()
-        in_flight = {sid for ppid, sid in processes.values() if ppid == me}
-        victims = [pid for pid, (_, sid) in processes.items() if sid not in in_flight]
-    else:
-        victims = []
-        for pid in processes:
-            with contextlib.suppress(OSError):
-                if _marker_of(pid) == marker:
-                    victims.append(pid)
-    killed = []
-    for pid in victims:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-    return killed
+def _give_contents(sandbox: Sandbox, folder: Path) -> None:
+    """Hand what the server wrote in `folder` to the sandbox user (the folder itself stays root's)."""
+    for entry in folder.iterdir():
+        sandbox.give(entry)
 
 
 # --- the environment ---------------------------------------------------------------------
@@ -411,8 +316,13 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
     version = "0.1.0"
 
     def __init__(self) -> None:
-        self._session_dir: Path | None = None
-        self._marker = secrets.token_hex(16)
+        """Raises:
+        IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
+        """
+        isolation_mode()  # refuse at once, with what is missing, rather than at the first reset
+        self._sandbox: Sandbox | None = None
+        self._mounts: list[Mount] = []
+        self._tmpdir = "/tmp"
         self._task: TerminalTask | None = None
         self._state = TerminalState()
 
@@ -425,7 +335,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         task_id: str | None = None,
         **task: Any,
     ) -> TerminalObservation:
-        """Start an episode on `task_id` (or the task a seed picks) in a fresh workspace.
+        """Start an episode on `task_id` (or the task a seed picks) in a fresh sandbox.
 
         Raises:
             ValueError: unknown task id, or unknown task fields.
@@ -443,36 +353,16 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise ValueError(f"unknown task_id {task_id!r}.{hint} There are {len(tasks)} tasks (see tasks/).")
         chosen = tasks[task_id]
-        self._discard_workspace()
+        self._close_sandbox()
         self._task = chosen
         self.episode_done = False
-        self._session_dir = self._make_session_dir()
-        work = self._session_dir / "work"
-        files = chosen.folder / "files"
-        if files.is_dir():
-            shutil.copytree(files, work, symlinks=True, dirs_exist_ok=True)
-        account = sandbox_account()
-        if account is not None:
-            for part in ("work", "home", "state", "tmp"):
-                _chown_tree(self._session_dir / part, account[1], account[2])
-        setup = chosen.setup_script
-        if setup is not None:
-            result = self._run(
-                "bash -e -s",
-                stdin=setup,
-                timeout_s=SETUP_TIMEOUT_S,
-                extra_env={
-                    "GIT_AUTHOR_DATE": FIXED_GIT_DATE,
-                    "GIT_COMMITTER_DATE": FIXED_GIT_DATE,
-                    "GIT_AUTHOR_NAME": "Dev",
-                    "GIT_AUTHOR_EMAIL": "dev@example.com",
-                    "GIT_COMMITTER_NAME": "Dev",
-                    "GIT_COMMITTER_EMAIL": "dev@example.com",
-                },
-                wrapped=False,
-            )
-            if result.exit_code != 0:
-                raise RuntimeError(f"setup of task {task_id!r} failed:\n{result.render()}")
+        self._sandbox = _new_sandbox("terminal")
+        try:
+            self._prepare(chosen)
+        except BaseException:
+            self._close_sandbox()
+            raise
+        work = self._sandbox.workspace
         self._state = TerminalState(
             episode_id=episode_id or f"terminal-{task_id}-{secrets.token_hex(4)}",
             task_id=task_id,
@@ -489,7 +379,46 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         )
 
     def close(self) -> None:
-        self._discard_workspace()
+        self._close_sandbox()
+
+    def _prepare(self, task: TerminalTask) -> None:
+        """The session's folders, its files, and the task's setup (run as the agent would)."""
+        sandbox = self._sandbox
+        assert sandbox is not None
+        home = sandbox.make_dir("home")
+        sandbox.make_dir("state")
+        tmp = sandbox.make_dir("tmp")
+        (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
+        _give_contents(sandbox, home)
+        self._mounts = _account_files(sandbox, home)
+        if _shows_tmp(sandbox):
+            self._mounts.append(Mount(source=tmp, target=Path("/tmp"), writable=True))
+            self._tmpdir = "/tmp"
+        else:
+            self._tmpdir = str(tmp)
+        files = task.folder / "files"
+        if files.is_dir():
+            shutil.copytree(files, sandbox.workspace, symlinks=True, dirs_exist_ok=True)
+            sandbox.make_dir("work")  # copytree gave it the mode of `files/`
+            _give_contents(sandbox, sandbox.workspace)
+        setup = task.setup_script
+        if setup is not None:
+            result = self._run(
+                "bash -e -s",
+                stdin=setup,
+                timeout_s=SETUP_TIMEOUT_S,
+                extra_env={
+                    "GIT_AUTHOR_DATE": FIXED_GIT_DATE,
+                    "GIT_COMMITTER_DATE": FIXED_GIT_DATE,
+                    "GIT_AUTHOR_NAME": "Dev",
+                    "GIT_AUTHOR_EMAIL": "dev@example.com",
+                    "GIT_COMMITTER_NAME": "Dev",
+                    "GIT_COMMITTER_EMAIL": "dev@example.com",
+                },
+                wrapped=False,
+            )
+            if result.exit_code != 0:
+                raise RuntimeError(f"setup of task {task.id!r} failed:\n{result.render()}")
 
     # --- the agent's tools -------------------------------------------------------------
 
@@ -561,11 +490,14 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
 
     @orchestrator
     def run_checks(self, files: dict[str, str], command: str, timeout_s: float = 60.0) -> dict[str, Any]:
-        """Run a check on a copy of the workspace, in a fresh folder the agent never saw.
+        """Run a check on a copy of the workspace, in a fresh sandbox the agent never saw.
 
-        `files` (name -> text) are written to a folder named by `$CHECK_DIR`, read-only to the
-        check when the server is root; the copy of the workspace is the check's working
-        directory. Whatever the agent left running is killed first.
+        The grading sandbox has a uid of its own. `files` (name -> text) are written to a folder
+        named by `$CHECK_DIR`, mounted read-only; the copy of the workspace (`$WORKSPACE`) is the
+        check's working directory. The check's environment keeps git hooks, fsmonitor, pager and
+        replace refs of the workspace's repositories from running or applying (see
+        `CHECK_SAFETY_ENV`). The verdict is the check's exit code; its `PASS: `/`FAIL: ` lines are
+        evidence only.
 
         Returns:
             `exit_code`, `timed_out`, `passed` and `failed` (the check's `PASS: `/`FAIL: ` lines),
@@ -574,7 +506,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         Raises:
             ValueError: no episode, or a file name that is not a plain relative path.
         """
-        if self._session_dir is None or self._task is None:
+        if self._sandbox is None or self._task is None:
             raise ValueError("no episode to check: call reset first")
         for name in files:
             parts = Path(name).parts
@@ -582,110 +514,87 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
                 raise ValueError(f"check file names must be relative paths inside the check folder, got {name!r}")
         if not 0 < timeout_s <= 600:
             raise ValueError(f"timeout_s must be in (0, 600], got {timeout_s}")
-        reap_strays(self._marker)
-        grade = _new_private_dir("grade-")
-        try:
-            return self._run_checks_in(grade, files, command, timeout_s)
-        finally:
-            reap_strays(self._marker)
-            _release_private_dir(grade)
+        # Nothing of the agent runs now (each command's processes end with it); made sure of, as
+        # the copy must see the workspace as it was left.
+        self._sandbox.kill_all()
+        with _new_sandbox("terminal-grade") as grader:
+            return self._run_checks_in(grader, files, command, timeout_s)
 
-    def _run_checks_in(self, grade: Path, files: dict[str, str], command: str, timeout_s: float) -> dict[str, Any]:
-        check_dir, work, home, tmp = grade / "check", grade / "work", grade / "home", grade / "tmp"
-        for folder in (check_dir, work, home, tmp):
-            folder.mkdir()
+    def _run_checks_in(self, grader: Sandbox, files: dict[str, str], command: str, timeout_s: float) -> dict[str, Any]:
+        assert self._sandbox is not None
+        check_dir = grader.make_dir("check", writable=False)
         for name, text in files.items():
             target = check_dir / name
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+            target.chmod(0o644)
+        home, tmp = grader.make_dir("home"), grader.make_dir("tmp")
         (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
-        account = sandbox_account()
-        if account is not None:
-            for folder in (work, home, tmp):  # the check dir stays root's: readable, not writable
-                _chown_tree(folder, account[1], account[2])
-            for root, _dirs, names in os.walk(check_dir):
-                os.chmod(root, 0o755)
-                for name in names:
-                    os.chmod(os.path.join(root, name), 0o644)
-            grade.chmod(0o711)
-        limits = self._limits(COPY_TIMEOUT_S)
-        env = {"PATH": PATH, "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": str(tmp), SESSION_MARKER: self._marker}
-        source = self._session_dir / "work" if self._session_dir else None
-        if source is not None and source.is_dir():
-            copied = run_command(
-                ["/bin/cp", "-a", "--", f"{source}/.", f"{work}/"], cwd=work, limits=limits, env=env
-            )
-            if copied.exit_code != 0:
-                return {
-                    "exit_code": copied.exit_code,
-                    "timed_out": copied.timed_out,
-                    "passed": [],
-                    "failed": ["copy the workspace"],
-                    "output": copied.render()[-8192:],
-                    "duration_s": copied.duration_s,
-                }
-        limits = limits.model_copy(update={"timeout_s": timeout_s, "max_output_bytes": MAX_CHECK_OUTPUT_BYTES})
-        result = run_command(
-            command,
-            cwd=work,
-            limits=limits,
-            env={**env, "CHECK_DIR": str(check_dir), "WORKSPACE": str(work), "TERM": "dumb"},
+        _give_contents(grader, home)
+        # The copy is made by the server (cp -a: modes, symlinks and hard links kept, nothing
+        # followed), then handed to the grading uid. The agent's processes are gone by now.
+        copy_limits = SandboxLimits(timeout_s=COPY_TIMEOUT_S, sandbox_user=None, memory_bytes=None, max_processes=None)
+        copied = run_command(
+            ["/bin/cp", "-a", "--", f"{self._sandbox.workspace}/.", f"{grader.workspace}/"], cwd="/", limits=copy_limits
         )
-        lines = result.stdout.splitlines()
-        return {
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "passed": [line[6:] for line in lines if line.startswith("PASS: ")],
-            "failed": [line[6:] for line in lines if line.startswith("FAIL: ")],
-            "output": result.render()[-8192:],
-            "duration_s": round(result.duration_s, 3),
+        if copied.exit_code != 0:
+            return _check_result(copied, failed=["copy the workspace"])
+        grader.make_dir("work")  # `cp -a` gave it the session's owner and mode
+        _give_contents(grader, grader.workspace)
+        env = {
+            "PATH": PATH,
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "TMPDIR": str(tmp),
+            "CHECK_DIR": str(check_dir),
+            "WORKSPACE": str(grader.workspace),
+            **CHECK_SAFETY_ENV,
         }
-
-    # --- internals ---------------------------------------------------------------------
+        result = grader.run(
+            command,
+            cwd=grader.workspace,
+            env=env,
+            timeout_s=timeout_s,
+            max_output_bytes=MAX_CHECK_OUTPUT_BYTES,
+            mounts=[Mount(source=check_dir, writable=False)],
+        )
+        return _check_result(result)
 
     # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---
 
     def agent_exec(
         self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
     ) -> CommandResult:
+        """In the episode's sandbox, with the network (agent programs call a model API)."""
         self._check_playing()
-        return self._run(command, stdin=stdin, timeout_s=timeout_s, extra_env=env, wrapped=False)
+        return self._run(command, stdin=stdin, timeout_s=timeout_s, extra_env=env, wrapped=False, network=True)
 
     def agent_home(self) -> str:
         self._check_playing()
-        assert self._session_dir is not None
-        return str(self._session_dir / "home")
+        assert self._sandbox is not None
+        return str(self._sandbox.root / "home")
 
     def agent_workdir(self) -> str:
         self._check_playing()
-        assert self._session_dir is not None
-        return str(self._session_dir / "work")
+        assert self._sandbox is not None
+        return str(self._sandbox.workspace)
 
     def agent_instruction(self) -> str:
         self._check_playing()
-        assert self._task is not None and self._session_dir is not None
+        assert self._task is not None and self._sandbox is not None
         return (
-            f"{self._task.prompt.strip()}\n\nYour working directory is {self._session_dir / 'work'}: "
+            f"{self._task.prompt.strip()}\n\nYour working directory is {self._sandbox.workspace}: "
             f"when you are done, the files there are checked. Nothing is interactive and there is no network."
         )
 
+    # --- internals ---------------------------------------------------------------------
+
     def _check_playing(self) -> None:
-        if self._session_dir is None:
+        if self._sandbox is None:
             raise ValueError("no episode: the orchestrator has not called reset yet")
         if self.episode_done:
             raise ValueError("the episode is over (submitted); nothing more runs until the next reset")
-
-    def _limits(self, timeout_s: float | None = None) -> SandboxLimits:
-        """The manifest's limits; `timeout_s` defaults to its command timeout."""
-        settings = sandbox_settings()
-        account = sandbox_account()
-        return SandboxLimits(
-            timeout_s=settings.command_timeout_s if timeout_s is None else timeout_s,
-            max_output_bytes=settings.max_output_bytes,
-            memory_bytes=settings.memory_bytes,
-            max_processes=settings.max_processes,
-            sandbox_user=account[0] if account else None,
-        )
 
     def _run(
         self,
@@ -696,66 +605,39 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         timeout_s: float | None = None,
         extra_env: dict[str, str] | None = None,
         wrapped: bool = True,
+        network: bool = False,
     ) -> CommandResult:
         """Run one command in the session's shell (or, `wrapped=False`, plainly in the workspace root)."""
-        assert self._session_dir is not None
-        work = self._ensure_layout()
-        state_dir = self._session_dir / "state"
-        account = sandbox_account()
+        sandbox = self._sandbox
+        assert sandbox is not None
+        name = user_name()
         env = {
             "PATH": PATH,
-            "HOME": str(self._session_dir / "home"),
-            "USER": account[0] if account else _current_user(),
-            "LOGNAME": account[0] if account else _current_user(),
+            "HOME": str(sandbox.root / "home"),
+            "USER": name,
+            "LOGNAME": name,
             "SHELL": "/bin/bash",
             "LANG": "C.UTF-8",
             "TERM": "dumb",
-            "TMPDIR": str(self._session_dir / "tmp"),
+            "TMPDIR": self._tmpdir,
             "GIT_EDITOR": "true",
             "PAGER": "cat",
-            SESSION_MARKER: self._marker,
             **(extra_env or {}),
         }
         if wrapped:
-            env.update({"__OE_ROOT": str(work), "__OE_STATE": str(state_dir)})
+            env.update({"__OE_ROOT": str(sandbox.workspace), "__OE_STATE": str(sandbox.root / "state")})
             argv: str | list[str] = ["/bin/bash", "-c", WRAPPER, "bash", command, *(args or [])]
         else:
             argv = command
-        limits = self._limits(timeout_s)
-        try:
-            return run_command(argv, cwd=work, limits=limits, env=env, stdin=stdin)
-        except subprocess.SubprocessError as e:  # the drop to the sandbox user failed
-            raise RuntimeError(f"cannot start the command as the sandbox user: {e}. {CAPABILITIES_HINT}") from e
-        finally:
-            reap_strays(self._marker)
+        return sandbox.run(
+            argv, cwd=sandbox.workspace, env=env, stdin=stdin, timeout_s=timeout_s, mounts=self._mounts, network=network
+        )
 
-    def _make_session_dir(self) -> Path:
-        session = _new_private_dir("s-")
-        session.chmod(0o755 if os.geteuid() == 0 else 0o700)
-        for part in ("work", "home", "state", "tmp"):
-            (session / part).mkdir()
-        (session / "home" / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
-        return session
-
-    def _ensure_layout(self) -> Path:
-        """The workspace root, remade (empty) if the agent removed it; likewise home, state, tmp."""
-        assert self._session_dir is not None
-        account = sandbox_account()
-        for part in ("work", "home", "state", "tmp"):
-            folder = self._session_dir / part
-            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-                folder.unlink()
-            if not folder.exists():
-                folder.mkdir()
-                if account is not None:
-                    os.lchown(folder, account[1], account[2])
-        return self._session_dir / "work"
-
-    def _discard_workspace(self) -> None:
-        reap_strays(self._marker)
-        session, self._session_dir = self._session_dir, None
-        if session is not None:
-            _release_private_dir(session)
+    def _close_sandbox(self) -> None:
+        sandbox, self._sandbox = self._sandbox, None
+        self._mounts = []
+        if sandbox is not None:
+            sandbox.close()
 
     def _instructions(self, work: Path) -> str:
         settings = sandbox_settings()
@@ -772,8 +654,14 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         )
 
 
-def _current_user() -> str:
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
+def _check_result(result: CommandResult, *, failed: list[str] | None = None) -> dict[str, Any]:
+    """What `run_checks` answers: the exit code decides; the `PASS:`/`FAIL:` lines are evidence."""
+    lines = result.stdout.splitlines()
+    return {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "passed": [line[6:] for line in lines if line.startswith("PASS: ")] if failed is None else [],
+        "failed": failed if failed is not None else [line[6:] for line in lines if line.startswith("FAIL: ")],
+        "output": result.render()[-8192:],
+        "duration_s": round(result.duration_s, 3),
+    }

@@ -39,6 +39,16 @@ terminal_env = _load("terminal_env", ENV_DIR / "terminal_env.py")
 terminal_grader = _load("terminal_grader", ENV_DIR / "grader.py")
 
 
+def client_of(owner: Any) -> Any:
+    """Another client (so another session) of the server that `owner` started, with the server's
+    orchestrator token when it has one."""
+    from openenv_sdk.client import GenericEnvClient
+
+    token = getattr(owner.provider, "orchestrator_token", None)
+    auth = {"orchestrator_token": token} if token else {}
+    return GenericEnvClient(owner.base_url, **auth)
+
+
 def script_blocks(task_id: str, kind: str) -> list[str]:
     """`hidden/<task_id>/<kind>.sh` as the bash tool calls it is replayed as (blocks between
     `# ---` lines); no file, or an empty one, is no call at all."""

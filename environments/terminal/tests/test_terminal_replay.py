@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from terminal_testkit import ENV_DIR, describe_failures, replay_in_parallel, terminal_env  # noqa: E402
+from terminal_testkit import ENV_DIR, client_of, describe_failures, replay_in_parallel, terminal_env  # noqa: E402
 
 from openenv_sdk.client import GenericEnvClient  # noqa: E402
 
@@ -26,9 +26,8 @@ JOBS = [(task_id, kind) for task_id in terminal_env.task_ids() for kind in ("sol
 def test_every_reference_solution_passes_and_every_null_attempt_fails() -> None:
     started = time.monotonic()
     with GenericEnvClient(env_dir=ENV_DIR) as owner:
-        base_url = owner.base_url
-        assert base_url is not None
-        outcomes = replay_in_parallel(lambda: GenericEnvClient(base_url), JOBS, threads=4)
+        assert owner.base_url is not None
+        outcomes = replay_in_parallel(lambda: client_of(owner), JOBS, threads=4)
         health = owner.schema()  # the server is still serving after the replay
         assert [tool.name for tool in health.tools] == ["bash", "read_file", "write_file", "submit"]
     assert len(outcomes) == len(JOBS) >= 60
@@ -49,9 +48,9 @@ def image() -> str:
 @pytest.mark.timeout(1200)
 def test_the_replay_passes_in_the_image_too(image: str) -> None:
     with GenericEnvClient(image=image) as owner:
-        base_url = owner.base_url or owner.connect().base_url
-        assert base_url is not None
-        outcomes = replay_in_parallel(lambda: GenericEnvClient(base_url), JOBS, threads=4)
+        if owner.base_url is None:
+            owner.connect()
+        outcomes = replay_in_parallel(lambda: client_of(owner), JOBS, threads=4)
     assert describe_failures(outcomes, WANT) == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -76,12 +76,28 @@ def test_each_reset_gets_a_fresh_workspace_and_close_removes_it(env: TerminalEnv
     second = Path(env.state.workdir)
     assert not first.exists() and second != first
     assert sorted(p.name for p in second.iterdir()) == ["sales.csv"]
-    if IS_ROOT:
-        owner = terminal_env.sandbox_account()
-        assert owner is not None and second.stat().st_uid == owner[1] != 0
-        assert (second / "sales.csv").stat().st_uid == owner[1]
+    if IS_ROOT:  # a uid of the session's own: the workspace is root's, shared through its group
+        uid = env._sandbox.uid
+        assert uid not in (0, os.getuid()) and (second.stat().st_uid, second.stat().st_gid) == (0, uid)
+        assert (second / "sales.csv").stat().st_uid == uid
+        assert output(env.bash("id -un; id -u")) == f"agent\n{uid}"
     env.close()
     assert not second.parent.exists()
+
+
+def test_each_episode_has_a_uid_of_its_own_and_its_own_tmp() -> None:
+    a, b = TerminalEnvironment(), TerminalEnvironment()
+    try:
+        a.reset(task_id="csv_column_sum")
+        b.reset(task_id="csv_column_sum")
+        if IS_ROOT:
+            assert output(a.bash("id -u")) != output(b.bash("id -u"))
+        a.bash("echo mine > /tmp/note; cd /tmp")
+        assert output(a.bash("cat note; pwd")) == "mine\n/tmp"  # /tmp persists through the episode
+        assert "No such file" in b.bash("cat /tmp/note")  # and is the episode's own
+    finally:
+        a.close()
+        b.close()
 
 
 def test_calls_before_reset_and_after_submit_are_refused() -> None:
@@ -143,11 +159,11 @@ def test_a_deleted_working_directory_is_reported_and_the_shell_goes_back_to_the_
 
 
 def test_background_processes_end_with_their_command_even_in_a_new_session(env: TerminalEnvironment) -> None:
-    pid = output(env.bash("setsid sleep 300 >/dev/null 2>&1 < /dev/null & echo $!"))
-    nohup = output(env.bash("nohup sleep 301 >/dev/null 2>&1 & echo $!"))
-    time.sleep(0.1)
-    for leftover in (pid, nohup):
-        assert not Path(f"/proc/{leftover}").exists() or "sleep" not in Path(f"/proc/{leftover}/cmdline").read_text()
+    tag = f"oe-bg-{os.getpid()}-{time.monotonic_ns()}"
+    env.bash(f"setsid bash -c 'exec -a {tag}-a sleep 300' >/dev/null 2>&1 < /dev/null & echo $!")
+    env.bash(f"nohup bash -c 'exec -a {tag}-b sleep 301' >/dev/null 2>&1 & disown; echo $!")
+    env.bash(f"setsid env -i bash -c 'exec -a {tag}-c sleep 302' >/dev/null 2>&1 < /dev/null &")
+    assert _settled(lambda: _host_processes_named(tag)) == []
 
 
 def test_a_fork_bomb_and_a_flood_cost_one_call_and_leave_nothing_running(
@@ -161,51 +177,45 @@ def test_a_fork_bomb_and_a_flood_cost_one_call_and_leave_nothing_running(
     assert "Resource temporarily unavailable" in bomb or "[timed out after" in bomb
     flood = env.bash("head -c 1000000000 /dev/zero | tr '\\0' y")
     assert "bytes truncated ...]" in flood and "[killed: output exceeded" in flood
-    time.sleep(0.2)
-    assert _live_processes_marked(env._marker) == []
+    if IS_ROOT:  # nothing of the session's uid outlives the commands
+        assert _settled(lambda: _host_processes_of(env._sandbox.uid)) == []
     assert output(env.bash("echo alive")) == "alive"
 
 
-@pytest.mark.parametrize(
-    ("account", "want"),
-    [
-        (("agent", 4242, 4242), [12, 13, 14]),  # a dedicated user: all but the commands in flight
-        (("nobody", 65534, 65534), [12]),  # a shared user: only what carries this session's marker
-        (None, [12]),  # no root: likewise
-    ],
-)
-def test_which_processes_count_as_strays(
-    monkeypatch: pytest.MonkeyPatch, account: tuple[str, int, int] | None, want: list[int]
-) -> None:
-    me = os.getpid()
-    table = {  # pid -> (parent, session)
-        10: (me, 10),  # another episode's command in flight (run_command's child: its own session)
-        11: (10, 10),  # its child, in its session
-        12: (1, 12),  # left this episode's command's session and was re-parented
-        13: (1, 13),  # likewise, with its environment (and so the marker) cleared
-        14: (10, 14),  # left the session of the command in flight
-    }
-    markers = {10: "other", 11: "other", 12: "mine", 13: None, 14: "other"}
-    killed: list[int] = []
-    monkeypatch.setattr(terminal_env, "sandbox_account", lambda: account)
-    monkeypatch.setattr(terminal_env, "_processes_of", lambda uid, undumpable=False: table)
-    monkeypatch.setattr(terminal_env, "_marker_of", lambda pid: markers[pid])
-    monkeypatch.setattr(terminal_env.os, "kill", lambda pid, sig: killed.append(pid))
-    assert terminal_env.reap_strays("mine") == want == killed
+def _settled(find: Callable[[], list[int]], deadline_s: float = 3.0) -> list[int]:
+    """`find()` once it is empty, or what it still finds at the deadline (killed processes take a moment to go)."""
+    end = time.monotonic() + deadline_s
+    while (found := find()) and time.monotonic() < end:
+        time.sleep(0.02)
+    return found
 
 
-def _live_processes_marked(marker: str) -> list[int]:
+def _host_processes_named(tag: str) -> list[int]:
+    """Live processes on the host whose command line holds `tag`."""
     found = []
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if "\nState:\tZ" in Path(f"/proc/{entry.name}/status").read_text():
+        if entry.name.isdigit():
+            try:
+                if tag.encode() in Path(entry.path, "cmdline").read_bytes():
+                    if "\nState:\tZ" not in Path(entry.path, "status").read_text():
+                        found.append(int(entry.name))
+            except OSError:
                 continue
-            if terminal_env._marker_of(int(entry.name)) == marker:
+    return found
+
+
+def _host_processes_of(uid: int) -> list[int]:
+    """Live processes on the host whose real uid is `uid`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                status = Path(entry.path, "status").read_text()
+            except OSError:
+                continue
+            uid_line = next((line for line in status.splitlines() if line.startswith("Uid:")), "")
+            if uid_line.split()[1:2] == [str(uid)] and "\nState:\tZ" not in status:
                 found.append(int(entry.name))
-        except OSError:
-            continue
     return found
 
 
@@ -244,7 +254,7 @@ def test_files_are_read_and_written_with_the_agents_rights() -> None:
     environment = TerminalEnvironment()
     environment.reset(task_id="csv_column_sum")
     try:
-        with pytest.raises(ValueError, match="Permission denied"):
+        with pytest.raises(ValueError, match="Read-only file system|Permission denied"):
             environment.write_file("/etc/openenv-terminal-test", "x")
         with pytest.raises(ValueError, match="Permission denied"):
             environment.read_file("/etc/shadow")
@@ -268,7 +278,7 @@ def test_checks_run_on_a_copy_in_a_fresh_folder_that_is_removed_afterwards(env: 
     assert lines[0].startswith("cwd=") and lines[0] != f"cwd={workdir}" and lines[0].endswith("/work")
     assert lines[1:4] == ["1", "640", "check.sh"]  # symlinks and modes are copied
     assert lines[4] == "data"
-    assert lines[5] == ("check-read-only" if IS_ROOT else "wrote-check")
+    assert lines[5] == "check-read-only"  # mounted read-only
     assert not Path(lines[0][4:]).exists()  # the grading folder is gone
     assert Path(workdir, "eu_total.txt").read_text() == "1575\n"  # the workspace itself is untouched
 
@@ -301,7 +311,12 @@ def test_the_state_never_holds_a_reward_or_the_check(env: TerminalEnvironment) -
         assert word not in dumped
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="checks the non-root fallback")
-def test_without_root_commands_run_as_the_servers_user(env: TerminalEnvironment) -> None:
-    assert terminal_env.sandbox_account() is None
-    assert output(env.bash("id -u")) == str(os.getuid())
+def test_the_check_runs_under_another_uid_than_the_agent_with_nothing_of_the_agents_running(
+    env: TerminalEnvironment,
+) -> None:
+    env.bash("setsid bash -c 'exec -a oe-lurker sleep 300' >/dev/null 2>&1 < /dev/null &")
+    result = env.run_checks({"check.sh": "x"}, "id -u; ps -eo args | grep -c '^oe-lurker'", 30.0)
+    check_uid, lurkers = result["output"].splitlines()[:2]
+    if IS_ROOT:
+        assert check_uid != output(env.bash("id -u"))
+    assert lurkers == "0"
