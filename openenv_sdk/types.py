@@ -35,6 +35,11 @@ __all__ = [
 ]
 
 
+ORCHESTRATOR_TOKEN_VAR = "OPENENV_ORCHESTRATOR_TOKEN"
+"""The environment variable that gives a server its orchestrator token (it removes it at startup);
+re-exported as `openenv_sdk.server.ORCHESTRATOR_TOKEN_VAR`."""
+
+
 class Action(BaseModel):
     """Base of every action. Unknown fields are refused, so a typo is an error, not a no-op."""
 

@@ -126,7 +126,9 @@ def validate_image(
         options = dict(provider_options or {})
         engine = options.pop("engine", None) or connect_engine(docker_host=options.pop("docker_host", None))
         try:
-            with DockerProvider(image, startup_timeout_s=startup_timeout_s, engine=engine, **options) as provider:
+            with DockerProvider(
+                image, startup_timeout_s=startup_timeout_s, engine=engine, orchestrator_token=False, **options
+            ) as provider:
                 assert provider.base_url is not None
                 yield provider.base_url
         finally:

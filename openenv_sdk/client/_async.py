@@ -230,7 +230,9 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s))
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s), headers=self._auth_headers()
+            )
         return self._http
 
     async def _close_http(self) -> None:
@@ -246,6 +248,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 open_timeout=self._connect_timeout_s,
                 close_timeout=self._connect_timeout_s,
                 max_size=self._max_message_bytes,
+                additional_headers=self._auth_headers(),
             )
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as e:
             raise TransportError(self._unreachable_text(e)) from e

@@ -32,6 +32,7 @@ from ..errors import (
     ToolCallError,
     TransportError,
 )
+from ..providers.base import OrchestratorTokenHolder
 from ..tools import validation_message
 from ..types import (
     Action,
@@ -183,6 +184,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         auto_reconnect: bool = True,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        orchestrator_token: str | None = None,
     ) -> None:
         """Describe the connection; nothing is opened until first use (or `connect()`).
 
@@ -204,6 +206,9 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
             auto_reconnect: when the connection has dropped, the next call opens a new
                 session once (and says the episode was lost) instead of failing.
             max_message_bytes: the largest reply accepted.
+            orchestrator_token: the server's orchestrator token, sent as `Authorization: Bearer`
+                on the WebSocket upgrade and HTTP requests. Unset, a provider's own token is sent
+                (`LocalProcessProvider` and `DockerProvider` start their servers with one).
 
         Raises:
             ValueError: not exactly one source was given, or a timeout is not positive.
@@ -227,6 +232,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         self._env_cls = env_cls
         self._auto_reconnect = auto_reconnect
         self._max_message_bytes = max_message_bytes
+        self._orchestrator_token = orchestrator_token
         self._provider = provider if provider is not None else self._make_provider(env_dir, image)
         self._base_url: str | None = _http_base(base_url) if base_url is not None else None
         self._lifecycle = _Lifecycle.UNOPENED
@@ -306,6 +312,13 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
             f"restart() needs a provider (env_dir=, image= or provider=); this client was given "
             f"base_url={self._base_url!r}"
         )
+
+    def _auth_headers(self) -> dict[str, str]:
+        """`Authorization: Bearer <orchestrator token>`, when there is a token (given, or the provider's)."""
+        token = self._orchestrator_token
+        if token is None and isinstance(self._provider, OrchestratorTokenHolder):
+            token = self._provider.orchestrator_token
+        return {"Authorization": f"Bearer {token}"} if token else {}
 
     def _ws_url(self) -> str:
         assert self._base_url is not None

@@ -143,6 +143,7 @@ class _GenericMixin:
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
         auto_reconnect: bool = True,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        orchestrator_token: str | None = None,
         **kwargs: Any,
     ) -> None:
         """Describe the connection; nothing is opened until first use (or `connect()`).
@@ -160,6 +161,7 @@ class _GenericMixin:
             startup_timeout_s: the longest wait for `env_dir`'s or `image`'s server, in seconds.
             auto_reconnect: when the connection has dropped, the next call opens a new session once.
             max_message_bytes: the largest reply accepted.
+            orchestrator_token: the server's orchestrator token (unset: the provider's, if any).
 
         Raises:
             ValueError: not exactly one source was given, or a timeout is not positive.
@@ -176,6 +178,7 @@ class _GenericMixin:
             startup_timeout_s=startup_timeout_s,
             auto_reconnect=auto_reconnect,
             max_message_bytes=max_message_bytes,
+            orchestrator_token=orchestrator_token,
             **kwargs,
         )
 

@@ -274,7 +274,9 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     def _http_client(self) -> httpx.Client:
         if self._http is None:
-            self._http = httpx.Client(timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s))
+            self._http = httpx.Client(
+                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s), headers=self._auth_headers()
+            )
         return self._http
 
     def _close_http(self) -> None:
@@ -291,6 +293,7 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 open_timeout=self._connect_timeout_s,
                 close_timeout=self._connect_timeout_s,
                 max_size=self._max_message_bytes,
+                additional_headers=self._auth_headers(),
                 legacy=True,
             )
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as e:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-__all__ = ["Provider"]
+__all__ = ["OrchestratorTokenHolder", "Provider"]
 
 
 @runtime_checkable
@@ -44,3 +44,18 @@ class Provider(Protocol):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+@runtime_checkable
+class OrchestratorTokenHolder(Protocol):
+    """A provider that starts its server with an orchestrator token; clients built on it send it.
+
+    `LocalProcessProvider` and `DockerProvider` make a new token for every server they start and
+    pass it through the server's `OPENENV_ORCHESTRATOR_TOKEN`; the server then refuses
+    reset/step/state/close and orchestrator calls without `Authorization: Bearer <token>`.
+    """
+
+    @property
+    def orchestrator_token(self) -> str | None:
+        """The running server's token (`None` before `start()`); never logged, never in `repr`."""
+        ...

@@ -47,6 +47,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import secrets
 import threading
 import uuid
 import weakref
@@ -63,6 +64,7 @@ from openenv_sdk.containers.labels import LABEL_MANAGED, LABEL_PORT, manifest_fr
 from openenv_sdk.manifest import Manifest, parse_memory_size
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.providers.health import wait_for_health
+from openenv_sdk.types import ORCHESTRATOR_TOKEN_VAR
 
 if TYPE_CHECKING:
     import docker
@@ -102,6 +104,7 @@ class DockerProvider(Provider):
         stop_timeout_s: float = 3.0,
         engine: docker.DockerClient | None = None,
         docker_host: str | None = None,
+        orchestrator_token: bool = True,
     ) -> None:
         """Describe the container; nothing runs until `start()`.
 
@@ -119,6 +122,9 @@ class DockerProvider(Provider):
             startup_timeout_s: longest wait, in seconds, for `GET /health` to answer 200.
             stop_timeout_s: grace period, in seconds, between SIGTERM and SIGKILL on stop.
             engine: a connected docker SDK client; default `connect_engine(docker_host=...)`.
+            orchestrator_token: start the server with a new orchestrator token (see
+                `orchestrator_token`): only clients given this provider can reset, step or close.
+                False serves it open, for clients that cannot send the token (OpenEnv's).
             docker_host: engine address when `engine` is not given.
         """
         if startup_timeout_s <= 0:
@@ -139,9 +145,18 @@ class DockerProvider(Provider):
         self._docker_host = docker_host
         self._container: Container | None = None
         self._base_url: str | None = None
+        self._token: str | None = None
+        self._use_token = orchestrator_token
         self._lock = threading.Lock()
 
     # --- public ---------------------------------------------------------------------------
+
+    @property
+    def orchestrator_token(self) -> str | None:
+        """The running container's orchestrator token (new for every container; `None` when
+        stopped). Clients given this provider send it; the server removes it from its own
+        environment at startup, so the processes it starts never inherit it."""
+        return self._token
 
     @property
     def base_url(self) -> str | None:
@@ -271,10 +286,14 @@ class DockerProvider(Provider):
                 f"network policy {policy!r} is not supported by DockerProvider; use 'none' or 'bridge'"
             )
         cpus = self._cpus if self._cpus is not None else manifest.resources.cpus
+        token = secrets.token_urlsafe(32) if self._use_token else None
+        environment = {k: v for k, v in {**manifest.variables, **self._env}.items() if k != ORCHESTRATOR_TOKEN_VAR}
+        if token is not None:
+            environment[ORCHESTRATOR_TOKEN_VAR] = token  # the server removes it from its environment
         options: dict[str, Any] = {
             "name": self._name or f"openenv-{_slug(self.image)}-{uuid.uuid4().hex[:8]}",
             "labels": {LABEL_MANAGED: "1", "org.openenv.owner-pid": str(os.getpid())},
-            "environment": {**manifest.variables, **self._env},
+            "environment": environment,
             "mem_limit": parse_memory_size(self._mem_limit or manifest.resources.memory),
             "nano_cpus": int(cpus * 1e9),
             "pids_limit": self._pids_limit or manifest.resources.pids,
@@ -318,7 +337,7 @@ class DockerProvider(Provider):
                 container_id=container.id,
                 log_tail=tail,
             )
-        self._base_url = base_url
+        self._base_url, self._token = base_url, token
         return base_url
 
     def _url(self, container: Container, port: int, policy: str) -> str:
@@ -344,6 +363,7 @@ class DockerProvider(Provider):
 
     def _remove(self) -> None:
         container, self._container, self._base_url = self._container, None, None
+        self._token = None
         _live.discard(self)
         if container is not None:
             with contextlib.suppress(Exception):  # already gone, or already stopped: removal below settles it

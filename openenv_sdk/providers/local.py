@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..errors import ProviderError
+from ..types import ORCHESTRATOR_TOKEN_VAR
 from .base import Provider
 from .health import wait_for_health
 
@@ -83,6 +85,7 @@ class LocalProcessProvider(Provider):
         env: Mapping[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
         python: str | None = None,
+        orchestrator_token: bool = True,
     ) -> None:
         """Describe the server; nothing runs until `start()`.
 
@@ -95,6 +98,9 @@ class LocalProcessProvider(Provider):
             env: environment variables added to this process's for the server.
             extra_args: more `openenv serve` options, e.g. `("--max-sessions", "4")`.
             python: the interpreter that runs the server; default this one.
+            orchestrator_token: start the server with a new orchestrator token (see
+                `orchestrator_token`): only clients given this provider can reset, step or close.
+                False serves it open, for clients that cannot send the token (OpenEnv's).
 
         Raises:
             ValueError: `startup_timeout_s` or `stop_timeout_s` is not positive.
@@ -111,10 +117,12 @@ class LocalProcessProvider(Provider):
         self._env = dict(env or {})
         self._extra_args = tuple(extra_args)
         self._python = python or sys.executable
+        self._use_token = orchestrator_token
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._finalizer: _Finalizer | None = None
         self._base_url: str | None = None
+        self._token: str | None = None
         self._lock = threading.Lock()
 
     # --- public ---------------------------------------------------------------------------
@@ -123,6 +131,12 @@ class LocalProcessProvider(Provider):
     def base_url(self) -> str | None:
         """`http://host:port` of the running server, or `None` before `start()` / after `stop()`."""
         return self._base_url
+
+    @property
+    def orchestrator_token(self) -> str | None:
+        """The running server's orchestrator token (new at every start; `None` when stopped).
+        Clients given this provider send it; the environment's own code never sees it."""
+        return self._token
 
     @property
     def host_address(self) -> str:
@@ -197,7 +211,17 @@ class LocalProcessProvider(Provider):
             "warning",
             *self._extra_args,
         ]
-        env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", **self._env}
+        token = secrets.token_urlsafe(32) if self._use_token else None
+        env = {
+            **os.environ,
+            "COLUMNS": "200",
+            "NO_COLOR": "1",
+            "PYTHONUNBUFFERED": "1",
+            **self._env,
+        }
+        env.pop(ORCHESTRATOR_TOKEN_VAR, None)
+        if token is not None:
+            env[ORCHESTRATOR_TOKEN_VAR] = token  # the server removes it from its environment at startup
         log = tempfile.NamedTemporaryFile(prefix="openenv-serve-", suffix=".log", delete=False)  # noqa: SIM115
         try:
             process = subprocess.Popen(
@@ -225,7 +249,7 @@ class LocalProcessProvider(Provider):
             self._stop_locked()
             output = "\n".join(tail) if tail else "(no output)"
             raise ProviderError(f"openenv serve {folder} {why}. Its last output:\n{output}")
-        self._base_url = base_url
+        self._base_url, self._token = base_url, token
         return base_url
 
     def _stop_locked(self) -> None:
@@ -233,5 +257,6 @@ class LocalProcessProvider(Provider):
         self._process = None
         self._log = None
         self._base_url = None
+        self._token = None
         if finalizer is not None:
             finalizer()

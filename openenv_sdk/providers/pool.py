@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from openenv_sdk.errors import ClientStateError, ProviderError
-from openenv_sdk.providers.base import Provider
+from openenv_sdk.providers.base import OrchestratorTokenHolder, Provider
 
 __all__ = ["ServerPool"]
 
@@ -25,7 +25,8 @@ class ServerPool:
     Args:
         provider_factory: makes one provider (e.g. `DockerProvider(image)`); called `size` times.
         size: how many servers to start.
-        client_factory: makes a client for a base URL; defaults to `GenericEnvClient`.
+        client_factory: makes a client for a base URL (and `orchestrator_token=`, when the provider
+            started its server with one); defaults to `GenericEnvClient`.
     """
 
     def __init__(
@@ -79,7 +80,9 @@ class ServerPool:
                 raise ProviderError("every server of the pool is down")
             url = min(alive, key=lambda u: self._load[u])
             self._load[url] += 1
-        client = self._make_client(url)
+        provider = self._providers[self._urls.index(url)]
+        token = provider.orchestrator_token if isinstance(provider, OrchestratorTokenHolder) else None
+        client = self._make_client(url, token)
         close = client.close
 
         def close_and_release() -> None:
@@ -91,12 +94,12 @@ class ServerPool:
         client.close = close_and_release  # type: ignore[method-assign]
         return client
 
-    def _make_client(self, url: str) -> Any:
+    def _make_client(self, url: str, token: str | None) -> Any:
         if self._client_factory is not None:
-            return self._client_factory(url)
+            return self._client_factory(url) if token is None else self._client_factory(url, orchestrator_token=token)
         from openenv_sdk.client import GenericEnvClient
 
-        return GenericEnvClient(url)
+        return GenericEnvClient(url, orchestrator_token=token)
 
     def close(self) -> None:
         """Stop every server."""

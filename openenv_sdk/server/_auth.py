@@ -18,7 +18,7 @@ import secrets
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..types import ErrorCode
+from ..types import ORCHESTRATOR_TOKEN_VAR, ErrorCode
 from ._protocol import ProtocolError
 
 __all__ = [
@@ -30,8 +30,6 @@ __all__ = [
     "take_token_from_environ",
 ]
 
-ORCHESTRATOR_TOKEN_VAR = "OPENENV_ORCHESTRATOR_TOKEN"
-"""The environment variable a server reads its orchestrator token from (and then removes)."""
 
 PUBLIC_PATHS = frozenset({"/health", "/metadata", "/schema", "/openapi.json", "/mcp"})
 """Paths open without the orchestrator token (`/mcp` checks each session's MCP token itself)."""

@@ -131,12 +131,16 @@ class EnvSource:
     def client(self, **kwargs: Any) -> GenericEnvClient:
         """A new blocking client (one session) of this source's server."""
         kwargs.setdefault("timeout_s", self.client_timeout_s)
-        return GenericEnvClient(self.start(), **kwargs)
+        url = self.start()
+        kwargs.setdefault("orchestrator_token", getattr(self.provider, "orchestrator_token", None))
+        return GenericEnvClient(url, **kwargs)
 
     def async_client(self, **kwargs: Any) -> AsyncGenericEnvClient:
         """A new asyncio client (one session) of this source's server."""
         kwargs.setdefault("timeout_s", self.client_timeout_s)
-        return AsyncGenericEnvClient(self.start(), **kwargs)
+        url = self.start()
+        kwargs.setdefault("orchestrator_token", getattr(self.provider, "orchestrator_token", None))
+        return AsyncGenericEnvClient(url, **kwargs)
 
     def tools(self) -> list[Any]:
         """The environment's tools (`ToolSchema`s from `/schema`)."""
