@@ -3,14 +3,13 @@
 The server runs from a copy of the folder without hidden/, as in the image. The agent tries to
 read the checks, to write the grader's files, to find its reward, to outlive its commands and
 watch the grading, and to take the server down; whatever it does costs that one tool call.
-
-Commands run as an unprivileged user only when the server is root (the image's case); tests
-that need that are skipped otherwise (then the agent runs as the server's own user and could
-signal it: the documented limitation of serving without root).
+Every command runs in the episode's sandbox (tests/security/test_attack_terminal.py holds the
+attacks between sessions and on the grading).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -25,14 +24,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from terminal_testkit import ENV_DIR, IS_ROOT, terminal_env, terminal_grader  # noqa: E402
+from terminal_testkit import ENV_DIR, client_of, terminal_grader  # noqa: E402
 
 from openenv_sdk.client import GenericEnvClient  # noqa: E402
 from openenv_sdk.errors import ToolCallError  # noqa: E402
 from openenv_sdk.rubric import grade  # noqa: E402
 
 CANARY = "__failed=$((__failed + 1))"  # a line of hidden/lib.sh, in no public file
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="commands run as a separate user only when the server is root")
 
 
 class Served:
@@ -44,7 +42,7 @@ class Served:
         self.pid: int = owner.provider.pid  # type: ignore[attr-defined]
 
     def client(self) -> GenericEnvClient:
-        return GenericEnvClient(self.base_url)
+        return client_of(self.owner)
 
     def healthy(self) -> bool:
         return httpx.get(f"{self.base_url}/health", timeout=5).status_code == 200
@@ -89,62 +87,54 @@ def test_the_agent_finds_no_check_anywhere_it_can_look(served: Served) -> None:
         bash(client, "echo 8 > count.txt")
         score = grade(terminal_grader.TerminalGrader(), client)  # a check ran in this session
         assert score.value == 1.0
-        folder = bash(client, f"tr '\\0' ' ' < /proc/{served.pid}/cmdline")
-        assert str(served.folder) in folder  # the agent can learn where the server's folder is...
-        listing = bash(client, f"ls -a {served.folder}")
-        assert "hidden" not in listing and "grader.py" in listing  # ...but no check is there
-        found = bash(client, f"grep -rlF '{CANARY}' {served.folder} \"$HOME\" \"$TMPDIR\" . 2>/dev/null; echo end")
+        folder = bash(client, f"tr '\\0' ' ' < /proc/{served.pid}/cmdline 2>&1")
+        assert str(served.folder) not in folder  # the server's process is not in the agent's world
+        listing = bash(client, f"ls -a {served.folder} 2>&1")
+        assert "No such file" in listing and "grader.py" not in listing  # nor is its folder
+        found = bash(client, f"grep -rlF '{CANARY}' / --exclude-dir=proc --exclude-dir=usr 2>/dev/null; echo end")
         assert found.startswith("end"), found
-        parent = bash(client, 'ls "$(dirname "$(dirname "$PWD")")" 2>&1; echo end')
-        if IS_ROOT:
-            assert "Permission denied" in parent  # other sessions' and grading folders are not listable
-        assert "grade-" not in parent
+        parent = bash(client, 'ls -a "$(dirname "$(dirname "$PWD")")" 2>&1; echo end')
+        assert len(parent.splitlines()) == 5 and "grade" not in parent  # ., .., its own folder, end, [exit code 0]
         evidence = bash(client, f"cat /proc/{served.pid}/environ 2>&1 | head -c 300; echo")
-        if IS_ROOT:
-            assert "Permission denied" in evidence
+        assert "No such file" in evidence
 
 
-@needs_root
 def test_the_agent_cannot_write_the_environment_or_the_graders_files(served: Served) -> None:
     with served.client() as client:
         client.reset(task_id="count_log_files")
         for target in (served.folder / "grader.py", served.folder / "terminal_env.py", ENV_DIR / "hidden" / "lib.sh"):
             before = target.read_bytes()
             out = bash(client, f"echo 'exit 0' > {target} 2>&1; echo 'exit 0' >> {target}; echo end")
-            assert "Permission denied" in out
+            assert "No such file or directory" in out
             assert target.read_bytes() == before
-        out = bash(client, f"mkdir {served.folder}/hidden 2>&1; echo end")
-        assert "Permission denied" in out and not (served.folder / "hidden").exists()
+        bash(client, f"mkdir -p {served.folder}/hidden 2>&1; echo end")  # made, if at all, in its own world
+        assert not (served.folder / "hidden").exists()
 
 
 def test_a_process_left_behind_cannot_watch_or_change_the_grading(served: Served) -> None:
     """The lurker leaves its command's process session, to copy or overwrite any check it sees."""
+    tag = f"oe-lurker-{time.monotonic_ns()}"
     lurker = (
-        "setsid bash -c 'while :; do "
-        "for d in /tmp/openenv-terminal-*/grade-*; do cp -r \"$d\" \"$HOME/loot\" 2>/dev/null; "
-        "echo \"echo 8 > count.txt\" > \"$d/check/check.sh\" 2>/dev/null; done; sleep 0.01; done' "
-        ">/dev/null 2>&1 < /dev/null & echo $!"
+        "while :; do for d in /var/tmp/openenv-terminal-grade-* /tmp/openenv-terminal-grade-*; do\n"
+        '  cp -r "$d" "$HOME/loot" 2>/dev/null; echo "echo 8 > count.txt" > "$d/check/check.sh" 2>/dev/null\n'
+        "done; sleep 0.01; done\n"
     )
     with served.client() as client:
         client.reset(task_id="count_log_files")
-        pid = bash(client, lurker).splitlines()[0]
-        time.sleep(0.2)
-        assert not _alive(int(pid))
+        client.call_tool("write_file", path="/tmp/lurk.sh", content=lurker)
+        bash(client, f"setsid bash -c 'exec -a {tag} bash /tmp/lurk.sh' >/dev/null 2>&1 < /dev/null &")
+        assert _settled(tag) == []
         score = grade(terminal_grader.TerminalGrader(), client)
         assert score.value == 0.0  # the real check ran: count.txt was never written
         assert "No such file" in bash(client, 'ls "$HOME/loot" 2>&1')
 
 
-@pytest.mark.skipif(
-    not IS_ROOT or terminal_env.sandbox_account() is None or terminal_env.sandbox_account()[0] == "nobody",
-    reason="processes that clear their environment are swept only for a dedicated sandbox user (the image's)",
-)
-def test_a_process_that_clears_its_environment_is_swept_too(served: Served) -> None:
+def test_a_process_that_clears_its_environment_is_gone_too(served: Served) -> None:
+    tag = f"oe-cleared-{time.monotonic_ns()}"
     with served.client() as client:
         client.reset(task_id="count_log_files")
-        pid = bash(client, "env -i setsid sleep 300 >/dev/null 2>&1 < /dev/null & echo $!").splitlines()[0]
-        time.sleep(0.2)
-        assert not _alive(int(pid))
+        bash(client, f"env -i setsid bash -c 'exec -a {tag} sleep 300' >/dev/null 2>&1 < /dev/null &")
+        assert _settled(tag) == []
 
 
 def test_nothing_the_agent_reaches_holds_its_reward(served: Served) -> None:
@@ -162,13 +152,13 @@ def test_nothing_the_agent_reaches_holds_its_reward(served: Served) -> None:
         assert not {"reward", "score", "passed", "evidence"} & set(state)
 
 
-@needs_root
 def test_the_agent_cannot_signal_the_server(served: Served) -> None:
     with served.client() as client:
         client.reset(task_id="count_log_files")
         for signal_name in ("KILL", "TERM", "STOP"):
             out = bash(client, f"kill -{signal_name} {served.pid} 2>&1; echo status=$?")
-            assert "Operation not permitted" in out and "status=1" in out
+            assert "No such process" in out and "status=1" in out  # not in the agent's pid namespace
+        assert "Operation not permitted" in bash(client, "kill -KILL 1 2>&1; true")  # its namespace's init is root's
         assert served.healthy()
         assert "[exit code 0]" in bash(client, "true")
 
@@ -217,9 +207,18 @@ def test_the_client_gets_a_clear_error_when_the_episode_cannot_go_on(served: Ser
         assert "[exit code 0]" in bash(client, "ls")  # a new episode starts cleanly
 
 
-def _alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
+def _settled(tag: str, deadline_s: float = 3.0) -> list[int]:
+    """Host processes whose command line holds `tag`, once there are none or at the deadline."""
+    end = time.monotonic() + deadline_s
+    while True:
+        found = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    if tag.encode() in Path(entry.path, "cmdline").read_bytes():
+                        found.append(int(entry.name))
+                except OSError:
+                    continue
+        if not found or time.monotonic() > end:
+            return found
+        time.sleep(0.02)
