@@ -1,0 +1,398 @@
+"""Attacks on a real server (uvicorn on a loopback port) by bad input or hostile environment code.
+
+Each test is an attack that must fail: it passes when the server gives a typed error, still
+answers `/health`, and another session (opened before the attack) still steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fixtures.envs import ProbeEnv, probe_factory
+from fixtures.servers import ask, serve, wait_until, ws_url
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+from openenv_sdk import ServerConfig, create_app, orchestrator, tool
+
+RELEASE = threading.Event()
+"""Set to end every `hang` call (tests set it when done, so no thread outlives its test by much)."""
+
+
+class HostileEnv(ProbeEnv):
+    """Tools and calls that raise what `except Exception` does not catch, or never return."""
+
+    name = "hostile"
+
+    @tool
+    def exit_sync(self, code: int = 2) -> str:
+        """argparse on bad input."""
+        raise SystemExit(code)
+
+    @tool
+    async def exit_async(self) -> str:
+        """SystemExit from a coroutine."""
+        raise SystemExit(3)
+
+    @tool
+    def interrupt(self) -> str:
+        """KeyboardInterrupt from a thread."""
+        raise KeyboardInterrupt
+
+    @tool
+    async def interrupt_async(self) -> str:
+        """KeyboardInterrupt on the event loop."""
+        raise KeyboardInterrupt
+
+    @tool
+    def generator_exit(self) -> str:
+        """GeneratorExit."""
+        raise GeneratorExit
+
+    @tool
+    async def cancel_itself(self) -> str:
+        """A CancelledError that is not the server's."""
+        raise asyncio.CancelledError
+
+    @tool(timeout_s=0.2)
+    def hang(self, seconds: float = 5.0) -> str:
+        """Block its thread until released."""
+        RELEASE.wait(seconds)
+        return "released"
+
+    @tool
+    def big(self, n_bytes: int) -> str:
+        """A huge result."""
+        return "x" * n_bytes
+
+    @tool
+    def big_dict(self, n_bytes: int) -> dict[str, str]:
+        """A huge structured result."""
+        return {"blob": "y" * n_bytes}
+
+    @orchestrator
+    def quit(self) -> None:
+        """An orchestrator call that exits."""
+        raise SystemExit(4)
+
+    def step(self, action: Any) -> Any:
+        if action.message == "exit":
+            raise SystemExit(5)
+        return super().step(action)
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **task: Any) -> Any:
+        if task.get("fail") == "exit":
+            raise SystemExit(6)
+        if task.get("fail") == "raise":
+            raise RuntimeError("reset failed")
+        return super().reset(seed=seed, episode_id=episode_id, **task)
+
+
+def hostile_app(**config: Any) -> Any:
+    return create_app(HostileEnv, factory=probe_factory(HostileEnv), config=ServerConfig(**config))
+
+
+@pytest.fixture(autouse=True)
+def _release_hung_threads() -> Iterator[None]:
+    RELEASE.clear()
+    yield
+    RELEASE.set()
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    with serve(hostile_app()) as url:
+        yield url
+
+
+def open_session(url: str) -> ClientConnection:
+    conn = connect(ws_url(url), open_timeout=5)
+    assert ask(conn, "reset")["type"] == "observation"
+    return conn
+
+
+def tool_step(conn: ClientConnection, name: str, **arguments: Any) -> dict[str, Any]:
+    return ask(conn, "step", {"tool": name, "arguments": arguments})
+
+
+def assert_alive(url: str, bystander: ClientConnection) -> None:
+    """The server answers, and a session opened before the attack goes on."""
+    assert httpx.get(f"{url}/health", timeout=5).status_code == 200
+    reply = ask(bystander, "step", {"message": "still here"}, timeout_s=5)
+    assert reply["type"] == "observation", reply
+    assert reply["data"]["observation"]["echoed"] == "still here"
+
+
+# --- 1. BaseException from environment code --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "raised"),
+    [
+        ("exit_sync", "SystemExit: 2"),
+        ("exit_async", "SystemExit: 3"),
+        ("interrupt", "KeyboardInterrupt"),
+        ("interrupt_async", "KeyboardInterrupt"),
+        ("generator_exit", "GeneratorExit"),
+        ("cancel_itself", "CancelledError"),
+    ],
+)
+def test_server_attack_base_exception_in_a_tool_is_a_tool_error(server: str, tool_name: str, raised: str) -> None:
+    with open_session(server) as bystander, open_session(server) as attacker:
+        obs = tool_step(attacker, tool_name)
+        assert obs["type"] == "observation", obs
+        assert obs["data"]["observation"]["error"] == {
+            "error_type": "execution_error",
+            "message": f"Tool {tool_name!r} failed: EnvironmentAborted: {raised}",
+        }
+        assert tool_step(attacker, "echo", message="after")["data"]["observation"]["result"]["data"] == "after"
+        assert_alive(server, bystander)
+
+
+def test_server_attack_base_exception_over_mcp_is_a_tool_error(server: str) -> None:
+    with open_session(server) as bystander, httpx.Client(base_url=server, timeout=5) as client:
+        info = client.post("/sessions").json()
+        assert client.post("/reset", headers={"X-OpenEnv-Session": info["session_id"]}).status_code == 200
+        for name in ("exit_sync", "exit_async", "interrupt_async"):
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+            reply = client.post(f"/mcp?session={info['mcp_token']}", json=body).json()
+            assert reply["result"]["isError"] is True, reply
+            assert "EnvironmentAborted" in reply["result"]["content"][0]["text"]
+        assert_alive(server, bystander)
+
+
+def test_server_attack_base_exception_in_reset_step_and_orchestrator_calls(server: str) -> None:
+    with open_session(server) as bystander, connect(ws_url(server)) as attacker:
+        reply = ask(attacker, "reset", {"fail": "exit"})
+        assert reply["data"]["code"] == "EXECUTION_ERROR" and "SystemExit" in reply["data"]["message"], reply
+        assert ask(attacker, "reset")["type"] == "observation"
+        reply = ask(attacker, "step", {"message": "exit"})
+        assert reply["data"]["code"] == "EXECUTION_ERROR" and "SystemExit" in reply["data"]["message"], reply
+        reply = ask(attacker, "call", {"name": "quit"})
+        assert reply["data"]["code"] == "EXECUTION_ERROR" and "SystemExit" in reply["data"]["message"], reply
+        assert ask(attacker, "state")["type"] == "state"
+        assert_alive(server, bystander)
+
+
+# --- 2. hung sync calls -----------------------------------------------------------------------
+
+
+def test_server_attack_hung_threads_do_not_starve_other_sessions(server: str) -> None:
+    with open_session(server) as bystander:
+        attackers = [open_session(server) for _ in range(12)]
+        try:
+            for conn in attackers:  # each leaves one thread blocked past its timeout
+                assert tool_step(conn, "hang")["data"]["observation"]["error"]["error_type"] == "timeout"
+            started = time.monotonic()
+            with open_session(server) as fresh:  # a fresh session's reset is not queued behind them
+                assert tool_step(fresh, "echo", message="fresh")["data"]["observation"]["result"]["data"] == "fresh"
+            assert time.monotonic() - started < 1.5
+            health = httpx.get(f"{server}/health").json()
+            assert health["abandoned_threads"] == 12
+            assert_alive(server, bystander)
+        finally:
+            for conn in attackers:
+                conn.close()
+
+
+def test_server_attack_timed_out_session_is_quarantined_until_its_call_ends(server: str) -> None:
+    with open_session(server) as bystander, open_session(server) as attacker:
+        assert tool_step(attacker, "hang")["data"]["observation"]["error"]["error_type"] == "timeout"
+        for message in (("step", {"tool": "echo", "arguments": {"message": "x"}}), ("reset", None),
+                        ("call", {"name": "secret"})):
+            reply = ask(attacker, *message)
+            assert reply["type"] == "error" and reply["data"]["code"] == "SESSION_BUSY", reply
+            assert "still running" in reply["data"]["message"]
+        assert_alive(server, bystander)
+        RELEASE.set()  # the hung call really ends: the session takes calls again
+        assert wait_until(lambda: httpx.get(f"{server}/health").json()["abandoned_threads"] == 0)
+        assert tool_step(attacker, "echo", message="back")["data"]["observation"]["result"]["data"] == "back"
+
+
+def test_server_attack_abandoned_threads_are_bounded() -> None:
+    with serve(hostile_app(max_abandoned_threads=2)) as url, open_session(url) as bystander:
+        attackers = [open_session(url) for _ in range(2)]
+        for conn in attackers:
+            tool_step(conn, "hang")
+        with connect(ws_url(url)) as refused:
+            reply = json.loads(refused.recv(timeout=5))
+            assert reply["data"]["code"] == "CAPACITY_REACHED" and "max_abandoned_threads" in reply["data"]["message"]
+        health = httpx.get(f"{url}/health").json()
+        assert (health["status"], health["abandoned_threads"], health["max_abandoned_threads"]) == ("degraded", 2, 2)
+        assert_alive(url, bystander)
+        RELEASE.set()
+        assert wait_until(lambda: httpx.get(f"{url}/health").json()["abandoned_threads"] == 0)
+        with open_session(url):
+            pass
+        for conn in attackers:
+            conn.close()
+
+
+# --- 3. failed resets leave no session ----------------------------------------------------------
+
+
+def test_server_attack_failed_http_resets_leave_no_session(server: str) -> None:
+    with open_session(server) as bystander, httpx.Client(base_url=server, timeout=5) as client:
+        for i in range(60):
+            body = [{"seed": "not a number"}, {"fail": "raise"}, {"fail": "exit"}, {"episode_id": "e" * 300}][i % 4]
+            reply = client.post("/reset", json=body, headers={"Cookie": ""})
+            client.cookies.clear()
+            assert reply.status_code in (422, 500), reply.text
+            assert reply.json()["detail"]["code"] in ("VALIDATION_ERROR", "EXECUTION_ERROR")
+            assert "X-OpenEnv-Session" not in reply.headers
+        assert httpx.get(f"{server}/health").json()["active_sessions"] == 1  # the bystander only
+        assert_alive(server, bystander)
+
+
+# --- 5. session filling ---------------------------------------------------------------------------
+
+
+def test_server_attack_unreset_sessions_are_reaped_after_the_grace_period() -> None:
+    with serve(hostile_app(max_sessions=4, unreset_grace_s=0.5)) as url, open_session(url) as bystander:
+        idle_sockets = [connect(ws_url(url)) for _ in range(2)]
+        with httpx.Client(base_url=url) as client:
+            assert client.post("/sessions").status_code == 201
+        health = httpx.get(f"{url}/health").json()
+        assert (health["active_sessions"], health["unreset_sessions"]) == (4, 3)
+        with connect(ws_url(url)) as refused:  # un-reset sessions count against capacity
+            assert json.loads(refused.recv(timeout=5))["data"]["code"] == "CAPACITY_REACHED"
+        assert wait_until(lambda: httpx.get(f"{url}/health").json()["active_sessions"] == 1, timeout_s=5)
+        for conn in idle_sockets:
+            reply = json.loads(conn.recv(timeout=5))
+            assert reply["data"]["code"] == "SESSION_ERROR" and "not reset within" in reply["data"]["message"]
+            conn.close()
+        assert_alive(url, bystander)  # a reset session is not reaped by the grace period
+
+
+def test_server_attack_mcp_sessions_are_bounded_and_counted() -> None:
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    with serve(hostile_app(max_mcp_sessions=3)) as url, open_session(url) as bystander, httpx.Client(
+        base_url=url, timeout=5
+    ) as client:
+        statuses = [client.post("/mcp", json=init, headers=headers).status_code for _ in range(5)]
+        assert statuses[:3] == [200, 200, 200] and all(s >= 400 for s in statuses[3:]), statuses
+        health = client.get("/health").json()
+        assert (health["mcp_sessions"], health["max_mcp_sessions"]) == (3, 3)
+        assert_alive(url, bystander)
+
+
+# --- 6. byte limits ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool_name", ["big", "big_dict"])
+def test_server_attack_huge_tool_result_is_cut(tool_name: str) -> None:
+    limit = 64 * 1024
+    with serve(hostile_app(max_tool_result_bytes=limit)) as url, open_session(url) as bystander, open_session(
+        url
+    ) as attacker:
+        raw = attacker.send(json.dumps({"type": "step", "data": {"tool": tool_name, "arguments": {"n_bytes": 4 * 1024 * 1024}}}))
+        raw = attacker.recv(timeout=10)
+        assert len(raw) < 2 * limit, len(raw)
+        result = json.loads(raw)["data"]["observation"]["result"]
+        assert "truncated by the server" in result["content"][0]["text"]
+        assert "structuredContent" not in result
+        assert_alive(url, bystander)
+
+
+def test_server_attack_transcript_is_byte_bounded() -> None:
+    limit = 64 * 1024
+    with serve(hostile_app(max_transcript_bytes=limit)) as url, open_session(url) as bystander, open_session(
+        url
+    ) as attacker:
+        for i in range(30):
+            assert tool_step(attacker, "echo", message=f"{i}:" + "z" * 32 * 1024)["type"] == "observation"
+        transcript = ask(attacker, "call", {"name": "transcript"})["data"]["result"]
+        assert len(json.dumps(transcript)) < 2 * limit
+        assert transcript[0]["dropped"] > 0 and "dropped" in transcript[0]["error"]
+        assert transcript[-1]["arguments"]["message"].startswith("29:")  # the newest call is kept
+        assert_alive(url, bystander)
+
+
+def test_server_attack_oversized_websocket_messages() -> None:
+    limit = 64 * 1024
+    with serve(hostile_app(max_message_bytes=limit)) as url, open_session(url) as bystander:
+        with open_session(url) as attacker:  # a little over: a typed error, and the session goes on
+            reply = ask(attacker, "step", {"message": "m" * (limit + 1000)})
+            assert reply["data"]["code"] == "MESSAGE_TOO_LARGE", reply
+            assert ask(attacker, "state")["type"] == "state"
+        with open_session(url) as attacker:  # far over: uvicorn refuses it before reading it all
+            attacker.send(json.dumps({"type": "step", "data": {"message": "m" * (4 * 1024 * 1024)}}))
+            with pytest.raises(ConnectionClosed) as closed:
+                attacker.recv(timeout=5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        assert_alive(url, bystander)
+
+
+# --- 7. JSON nested too deep, bytes that are not UTF-8 -------------------------------------
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_server_attack_deep_json_on_websocket(server: str) -> None:
+    with open_session(server) as bystander, open_session(server) as attacker:
+        attacker.send(DEEP.decode())
+        reply = json.loads(attacker.recv(timeout=5))
+        assert reply["type"] == "error" and reply["data"]["code"] == "INVALID_JSON", reply
+        assert "nested" in reply["data"]["message"]
+        attacker.send(b'{"type": "state", "id": "\xff\xfe"}')  # a binary frame, not UTF-8
+        reply = json.loads(attacker.recv(timeout=5))
+        assert reply["data"]["code"] == "INVALID_JSON" and "UTF-8" in reply["data"]["message"], reply
+        deep_action = '{"type": "step", "data": {"message": "x", "metadata": ' + "[" * 5000 + "]" * 5000 + "}}"
+        attacker.send(deep_action)
+        assert json.loads(attacker.recv(timeout=5))["data"]["code"] == "INVALID_JSON"
+        assert ask(attacker, "state")["type"] == "state"  # the session goes on
+        assert_alive(server, bystander)
+
+
+@pytest.mark.parametrize("path", ["/reset", "/step", "/sessions", "/call/secret"])
+@pytest.mark.parametrize("body", [DEEP, b'{"seed": 1, "x": "\xc3\x28"}'], ids=["deep", "not-utf8"])
+def test_server_attack_bad_http_bodies_get_typed_errors(server: str, path: str, body: bytes) -> None:
+    with open_session(server) as bystander:
+        reply = httpx.post(f"{server}{path}", content=body, headers={"Content-Type": "application/json"})
+        assert reply.status_code == 400, reply.text
+        assert reply.json()["detail"]["code"] == "INVALID_JSON"
+        assert httpx.get(f"{server}/health").json()["active_sessions"] == 1
+        assert_alive(server, bystander)
+
+
+@pytest.mark.parametrize("body", [DEEP, b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list\xff"}'], ids=["deep", "not-utf8"])
+@pytest.mark.parametrize("mcp_client", [False, True], ids=["plain-jsonrpc", "mcp-client"])
+def test_server_attack_bad_mcp_bodies_get_jsonrpc_parse_errors(server: str, body: bytes, mcp_client: bool) -> None:
+    headers = {"Content-Type": "application/json"}
+    if mcp_client:
+        headers.update({"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+    with open_session(server) as bystander:
+        reply = httpx.post(f"{server}/mcp", content=body, headers=headers)
+        assert reply.status_code < 500, reply.text
+        error = reply.json()["error"]
+        assert error["code"] == -32700 and error["data"]["code"] == "INVALID_JSON", error
+        assert_alive(server, bystander)
+
+
+# --- 8. X-Request-Id ------------------------------------------------------------------------
+
+
+def test_server_request_id_is_echoed_or_generated(server: str) -> None:
+    with httpx.Client(base_url=server, timeout=5) as client:
+        for method, path in (("GET", "/health"), ("GET", "/schema"), ("POST", "/reset"), ("GET", "/state"),
+                             ("POST", "/mcp"), ("GET", "/no-such-route")):
+            reply = client.request(method, path, headers={"X-Request-Id": "req-42"}, json=None)
+            assert reply.headers.get("X-Request-Id") == "req-42", (method, path)
+            generated = client.request(method, path).headers.get("X-Request-Id")
+            assert generated and generated != "req-42", (method, path)
+        bad = client.get("/health", headers={"X-Request-Id": "x" * 300})  # not echoed: too long
+        assert bad.headers["X-Request-Id"] != "x" * 300
+        step = client.post("/step", json={"action": {"message": "hi"}, "request_id": "body-id"})
+        assert step.headers["X-Request-Id"] == "body-id"
