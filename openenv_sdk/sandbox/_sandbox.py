@@ -368,7 +368,9 @@ class Sandbox:
     def wrap(self, argv: Sequence[str], *, cwd: Path, mounts: Sequence[Mount] = (), network: bool = False) -> list[str]:
         """The bubblewrap command line that runs `argv` in this sandbox."""
         args = base_argv(network=network, cwd=str(cwd))
-        covered = ["/proc", "/dev", "/tmp", *SYSTEM_DIRS, *_runtime_dirs()]
+        # /tmp is the sandbox's own tmpfs: folders made in it are not the host's, so they get 0755
+        # too (else a session folder under the host's /tmp is reachable only by its relative cwd)
+        covered = ["/proc", "/dev", *SYSTEM_DIRS, *_runtime_dirs()]
         binds: list[str] = [*_parent_dirs(str(self.root), covered), "--bind", str(self.root), str(self.root)]
         covered.append(str(self.root))
         for mount in [*self.mounts, *mounts]:
