@@ -66,7 +66,8 @@ def test_echo_container_serves_health_and_a_websocket_episode(echo_image: str) -
         health = httpx.get(f"{provider.base_url}/health", timeout=5)
         assert health.status_code == 200
         ws_url = provider.base_url.replace("http://", "ws://") + "/ws"
-        with ws_connect(ws_url, open_timeout=10, close_timeout=5) as ws:
+        auth = {"Authorization": f"Bearer {provider.orchestrator_token}"}
+        with ws_connect(ws_url, open_timeout=10, close_timeout=5, additional_headers=auth) as ws:
             ws.send(json.dumps({"type": "reset", "data": {}}))
             reply = json.loads(ws.recv(timeout=10))
             assert reply["type"] == "observation"
