@@ -1,4 +1,4 @@
-"""mini_swe's host-side grader: did the agent resolve the issue?
+"""mini_swe's host-side grader: did the agent resolve the issue, without touching the grading?
 
 Runs with the client or trainer, never in the container. For the episode's task it reads,
 from this folder on the host:
@@ -10,8 +10,17 @@ from this folder on the host:
   replace whatever the agent left in the workspace.
 
 It sends these through the orchestrator-only call `run_tests`, which runs them against the
-agent's library code in a fresh tree, and gives 1.0 only when every FAIL_TO_PASS test now
-passes and every PASS_TO_PASS test still does; else 0.0. The evidence lists each test's outcome.
+agent's library code in a fresh sandbox, in an isolated interpreter whose signed report the
+server verifies (see `mini_swe_guard`). The expected node ids never enter the sandbox: they are
+compared here with what the run collected.
+
+The score is 1.0 only when the report is complete, nothing shows tampering, every expected test
+was collected (and nothing else), every FAIL_TO_PASS test now passes and every PASS_TO_PASS test
+still does; else 0.0. Any sign of tampering (edited or deleted test files, pytest configuration
+or interpreter startup files planted, pytest internals patched, a test "passed" whose body
+never ran, forged or missing report lines, tests missing or renamed) gives 0.0 whatever the
+outcomes say. The evidence lists each test's outcome, `tampering` (every such sign) and `reason`
+(why the score is what it is).
 """
 
 from __future__ import annotations
@@ -116,19 +125,26 @@ class MiniSweGrader(Grader):
         outcomes = result.get("outcomes", {})
         f2p = {node_id: outcomes.get(node_id, "not run") for node_id in task.fail_to_pass}
         p2p = {node_id: outcomes.get(node_id, "not run") for node_id in task.pass_to_pass}
-        solved = result.get("status") == "ok" and all(v == "passed" for v in [*f2p.values(), *p2p.values()])
+        tampering = [str(reason) for reason in result.get("tampering") or []]
+        tampering += _collection_tampering(task, result)
+        reasons = _reasons(result, tampering, f2p, p2p, self.timeout_s)
+        solved = not reasons
         evidence = {
             "task_id": task.task_id,
             "difficulty": task.difficulty,
             "category": task.category,
             "resolved": solved,
+            "reason": "; ".join(reasons) if reasons else "resolved: every FAIL_TO_PASS and PASS_TO_PASS test passed",
+            "tampering": tampering,
             "submitted": bool(state.get("submitted")),
             "status": result.get("status"),
+            "report": result.get("report", "missing: the server sent no report status"),
             "FAIL_TO_PASS": f2p,
             "PASS_TO_PASS": p2p,
             "exit_code": result.get("exit_code"),
             "timed_out": result.get("timed_out"),
             "collect_errors": result.get("collect_errors", []),
+            "details": result.get("details", {}),
             "kept_changes": result.get("kept_changes", []),
             "discarded_changes": result.get("discarded_changes", []),
             "skipped_files": result.get("skipped_files", []),
@@ -136,3 +152,52 @@ class MiniSweGrader(Grader):
             "output_tail": result.get("output_tail", ""),
         }
         return (1.0 if solved else 0.0), evidence
+
+
+def _collection_tampering(task: HiddenTask, result: dict[str, Any]) -> list[str]:
+    """Expected tests that were not collected (while their files collected fine), and tests that
+    nobody expected: the suite was changed."""
+    collected = result.get("collected")
+    if not isinstance(collected, list):
+        return []
+    expected = [*task.fail_to_pass, *task.pass_to_pass]
+    failed_files = {str(nodeid).split("::", 1)[0] for nodeid in result.get("collect_errors") or []}
+    missing = [n for n in expected if n not in collected and n.split("::", 1)[0] not in failed_files]
+    extra = sorted(set(collected) - set(expected))
+    found = []
+    if missing:
+        found.append(f"tests missing or renamed: {len(missing)} expected test(s) not collected, e.g. {missing[0]}")
+    if extra:
+        found.append(f"unexpected tests collected: {len(extra)}, e.g. {extra[0]}")
+    return found
+
+
+def _reasons(
+    result: dict[str, Any], tampering: list[str], f2p: dict[str, str], p2p: dict[str, str], timeout_s: float
+) -> list[str]:
+    """Why the score is 0.0 (empty when it is 1.0)."""
+    reasons = []
+    if result.get("status") != "ok":
+        reasons.append(f"run_tests status: {result.get('status')}")
+    if result.get("timed_out"):
+        reasons.append(f"timed out: the test run took longer than {timeout_s:g} s and was killed")
+    report = result.get("report", "report missing: the server sent no report status")
+    if report != "complete":
+        reasons.append(str(report))
+    if tampering:
+        reasons.append(f"tampering: {'; '.join(tampering)}")
+    if result.get("collect_errors"):
+        reasons.append(f"collection errors: {', '.join(map(str, result['collect_errors']))}")
+    for name, outcomes in (("FAIL_TO_PASS", f2p), ("PASS_TO_PASS", p2p)):
+        bad = {node_id: outcome for node_id, outcome in outcomes.items() if outcome != "passed"}
+        if bad:
+            counts = ", ".join(f"{n} {o}" for o, n in sorted(_count(bad.values()).items()))
+            reasons.append(f"{name} not passed: {len(bad)} of {len(outcomes)} ({counts})")
+    return reasons
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts

@@ -5,13 +5,14 @@ Each task is a tiny package with a test suite (`tasks/<task_id>/repo/`) and a bu
 workspace through tools, and calls `submit()` when done. Nothing here knows the answer: the
 hidden FAIL_TO_PASS tests and the gold patch live in `hidden/`, which never enters the image;
 the host-side grader (`grader.MiniSweGrader`) sends the tests at grading time through the
-orchestrator-only call `run_tests`, which runs them in a fresh tree the agent never saw.
+orchestrator-only call `run_tests`, which runs them in a fresh sandbox the agent never saw.
 
-Every agent action, file tools included, runs as the sandbox user through
-`openenv_sdk.sandbox.run_command` (see `mini_swe_sandbox`). The orchestrator may instead run a
-whole agent program (a CLI agent) in the episode with the orchestrator-only call `run_agent`
-(`openenv_sdk.agents.AgentHost`): it runs the same way as the `run` tool, in the repository,
-with the session's `home/` as HOME, and is graded the same way.
+Each episode holds one `openenv_sdk.sandbox.Sandbox` (see `mini_swe_sandbox`): every agent
+command and every file tool (`mini_swe_fsops`, run as the sandbox user) runs in it, with its own
+uid and namespaces, and nothing it starts outlives its command. The orchestrator may instead run
+a whole agent program (a CLI agent) in the episode with the orchestrator-only call `run_agent`
+(`openenv_sdk.agents.AgentHost`): it runs like the `run` tool, with the host's network (it calls
+a model API), in the repository, with the session's `home/` as HOME, and is graded the same way.
 """
 
 from __future__ import annotations
@@ -29,7 +30,15 @@ from openenv_sdk.agents import AgentHost
 from openenv_sdk.sandbox import CommandResult
 from pydantic import Field
 
-from mini_swe_sandbox import SessionDirs, TreeTooLarge, check_relative_path, diff_trees, host, read_tree
+from mini_swe_sandbox import (
+    SessionDirs,
+    TreeTooLarge,
+    check_relative_path,
+    diff_trees,
+    host,
+    read_tree,
+    workspace_tampering,
+)
 
 __all__ = ["MiniSweEnvironment", "MiniSweObservation", "MiniSweState", "TaskInfo", "ToolError", "task_ids", "tasks"]
 
@@ -133,7 +142,6 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         """Start an episode on `task_id` (or one picked by `seed`) in a fresh workspace."""
         self._discard_workspace()
         info = pick_task(task_id, seed)
-        host().reap_escaped()
         self._dirs = host().new_session(info.repo_path)
         self._task = info
         self._state = MiniSweState(
@@ -248,17 +256,24 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
     def run_tests(
         self, files: dict[str, str], source_paths: list[str], node_ids: list[str], timeout_s: float = 30.0
     ) -> dict[str, Any]:
-        """Run pytest `node_ids` against the agent's code, in a fresh tree the agent never saw.
+        """Run pytest `node_ids` against the agent's code, in a fresh sandbox the agent never saw.
 
-        The tree holds the workspace's `source_paths` (the library code; `conftest.py` files and
-        symlinks are dropped) and `files` from the host (the original tests and configuration,
-        and the hidden tests), which replace whatever the agent put there. pytest runs as the
-        sandbox user in a new process.
+        The grading tree holds the workspace's `source_paths` (the library code; `conftest.py`
+        files and symlinks are dropped) and `files` from the host (the original tests and
+        configuration, and the hidden tests), which replace whatever the agent put there. The
+        tests run in an isolated interpreter under `mini_swe_guard.py`, whose signed report is
+        verified here. The node ids never enter the sandbox: the caller compares them with
+        `collected`.
 
         Returns:
             `status` (`ok`, `no_episode`, `workspace_missing`, `too_large`), `outcomes`
-            (node id -> `passed`, `failed`, `error`, `skipped` or `not run`), `exit_code`,
-            `timed_out`, `collect_errors`, `output_tail`, and the agent's changes to the
+            (node id -> `passed`, `failed`, `error`, `skipped` or `not run`), `report`
+            (`complete`, or why not: `report missing: ...`), `tampering` (every sign that the
+            agent worked on the grading instead of the code: edited or deleted test files,
+            pytest configuration, startup files, patched pytest internals, forged report
+            lines), `collected` (the test ids the run collected; None without a report),
+            `exit_code`, `timed_out`, `collect_errors`, `output_tail` (the run's stderr),
+            `details` (why a test is not run or skipped), and the agent's changes to the
             repository: `kept_changes` (graded), `discarded_changes` (replaced by the host's
             files, or not library code), `skipped_files` (symlinks, FIFOs, files of another
             owner, `conftest.py`: never copied) and a unified `diff`.
@@ -273,10 +288,14 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         answer: dict[str, Any] = {
             "status": "ok",
             "outcomes": {node_id: "not run" for node_id in ids},
+            "report": "not run",
+            "tampering": [],
+            "collected": None,
             "exit_code": None,
             "timed_out": False,
             "collect_errors": [],
             "output_tail": "",
+            "details": {},
             "kept_changes": [],
             "discarded_changes": [],
             "skipped_files": [],
@@ -284,39 +303,41 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         }
         if self._dirs is None or self._task is None:
             return {**answer, "status": "no_episode"}
-        sandbox = host()
-        sandbox.reap_escaped()  # nothing left behind may change the workspace while it is read
-        if not self._dirs.repo.is_dir():
+        dirs = self._dirs
+        if not dirs.repo.is_dir():
             return {**answer, "status": "workspace_missing"}
-        owner = sandbox.user.uid if sandbox.is_root else None
+        owner = dirs.uid if dirs.sandbox.privileged else None
+        test_files = sorted({node_id.split("::", 1)[0] for node_id in ids})
         try:
-            current, _ = read_tree(self._dirs.repo, owner_uid=owner)
-            tree = sandbox.build_grading_tree(self._dirs.repo, sources, files)
+            current, _ = read_tree(dirs.repo, owner_uid=owner)
+            run = host().grade(dirs, sources, files, test_files, timeout_s)
         except TreeTooLarge as e:
             return {**answer, "status": "too_large", "output_tail": str(e)}
-        try:
-            test_files = sorted({node_id.split("::", 1)[0] for node_id in ids})
-            result, report = sandbox.run_pytest(tree, test_files, timeout_s)
-        finally:
-            sandbox.remove_grading_tree(tree)
-        outcomes = report.get("outcomes") if isinstance(report.get("outcomes"), dict) else {}
         pristine, _ = read_tree(self._task.repo_path)
         changes, diff = diff_trees(pristine, current)
-        rendered = result.render()
+        report = run.report
+        tampering = [*workspace_tampering(current, pristine, files), *report.tampering]
+        result = run.result
+        tail = result.stderr[-_OUTPUT_TAIL_CHARS:]
+        status = f"[timed out after {result.duration_s:.1f} s; killed]" if result.timed_out else f"[exit code {result.exit_code}]"
 
         def graded(path: str) -> bool:
             return _under(path, sources) and path not in files and path.rsplit("/", 1)[-1] != "conftest.py"
 
         return {
             **answer,
-            "outcomes": {node_id: str(outcomes.get(node_id, "not run")) for node_id in ids},
-            "exit_code": result.exit_code,
+            "outcomes": {node_id: report.outcomes.get(node_id, "not run") for node_id in ids},
+            "report": "complete" if report.complete else report.problem,
+            "tampering": tampering,
+            "collected": report.collected,
+            "exit_code": int(report.exit_status) if report.complete and (report.exit_status or "").isdigit() else None,
             "timed_out": result.timed_out,
-            "collect_errors": list(report.get("collect_errors") or []),
-            "output_tail": rendered[-_OUTPUT_TAIL_CHARS:],
+            "collect_errors": report.collect_errors,
+            "output_tail": f"{tail}\n{status}".lstrip("\n"),
+            "details": {node_id: report.details[node_id] for node_id in ids if node_id in report.details},
             "kept_changes": [change for change in changes if graded(change[2:])],
             "discarded_changes": [change for change in changes if not graded(change[2:])],
-            "skipped_files": tree.skipped,
+            "skipped_files": run.skipped,
             "diff": diff,
         }
 
@@ -325,24 +346,22 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
     def agent_exec(
         self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
     ) -> CommandResult:
-        """Run `command` as the `run` tool does (the sandbox user, the sandbox's limits, in the
-        repository, HOME the session's home), with `env` added and its own `timeout_s` (an agent
-        program runs for longer than one tool command). What escaped it is reaped afterwards."""
+        """Run `command` as the `run` tool does (the session's sandbox and limits, in the
+        repository, HOME the session's home), with `env` added, its own `timeout_s` (an agent
+        program runs for longer than one tool command) and the host's network (it calls a model
+        API). Nothing it started outlives it."""
         dirs = self._agent_dirs()
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
-        sandbox = host()
-        try:
-            return sandbox.run(
-                command,
-                dirs,
-                timeout_s=timeout_s,
-                stdin=stdin,
-                kill_after_output_bytes=_AGENT_KILL_AFTER_OUTPUT_BYTES,
-                extra_env=env,
-            )
-        finally:
-            sandbox.reap_escaped()
+        return host().run(
+            command,
+            dirs,
+            timeout_s=timeout_s,
+            stdin=stdin,
+            kill_after_output_bytes=_AGENT_KILL_AFTER_OUTPUT_BYTES,
+            extra_env=env,
+            network=True,
+        )
 
     def agent_home(self) -> str:
         return str(self._agent_dirs().home)
@@ -413,7 +432,6 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         dirs, self._dirs = self._dirs, None
         self._task = None
         if dirs is not None:
-            host().reap_escaped()
             host().remove_session(dirs)
 
     def _prompt(self, info: TaskInfo, dirs: SessionDirs) -> str:
@@ -447,8 +465,9 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
             f"({where}).\n\n"
             f"Issue: {info.title}\n\n{info.issue}\n\n"
             f"Change the library code so that the issue is resolved. Hidden tests will check the fix, and the "
-            f"repository's existing tests must keep passing; changes to test files are not kept. Run the tests "
-            f"with `python -m pytest -q`.{git}"
+            f"repository's existing tests must keep passing. Do not edit or delete the existing test files and do "
+            f"not add pytest configuration (conftest.py, pytest.ini, ...): the graded run uses the original tests, "
+            f"and a change to them scores 0. Run the tests with `python -m pytest -q`.{git}"
         )
 
 

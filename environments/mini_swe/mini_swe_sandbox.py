@@ -1,35 +1,37 @@
-"""Where mini_swe's episodes run: per-session workspaces, the agent's Python, and grading trees.
+"""Where mini_swe's episodes run: one `openenv_sdk.sandbox.Sandbox` per session, and grading runs.
 
 One `SandboxHost` per server process holds what every session shares:
 
-- a private base directory (`mkdtemp`, mode 0711: the sandbox user may pass through it but
-  cannot list it, so it cannot find other sessions' workspaces or a grading tree by name);
-- the sandbox user (the manifest's `sandbox.user`, else `nobody`) when the server is root;
-- the command limits (from the manifest's `sandbox:` block) for `openenv_sdk.sandbox.run_command`;
-- the agent's runtime: `python`, `python3` and `pytest` wrappers on `PATH`, running an
-  interpreter with pytest that the sandbox user can execute.
+- a private base directory (`mkdtemp`, mode 0711) under which every session's sandbox folder
+  and every grading sandbox is made;
+- the command limits (from the manifest's `sandbox:` block);
+- the runtime (`runtime/`, mounted read-only in every sandbox): `python`, `python3` and `pytest`
+  wrappers on `PATH`, a site directory holding copies of pytest and its dependencies (the only
+  third-party code the grading interpreter sees), and the trusted grading files
+  (`mini_swe_guard.py` and its `pytest.ini`).
 
-Every session gets `<base>/<random>/` (0711, server-owned) holding `repo/` (the workspace, owned
-by the sandbox user) and `home/` (its `HOME` and `TMPDIR`). The agent cannot remove or replace
-`repo/` itself, only what is inside it.
+Each session is a `Sandbox` (its own uid, its commands in fresh pid, mount, network, IPC and UTS
+namespaces, every process killed when its command ends): `repo/` (the workspace, the sandbox
+user's) and `home/` (its `HOME` and `TMPDIR`). Nothing of the host is visible to it but the
+system, the Python runtime, its own folder and the runtime directory.
 
-Grading (`build_grading_tree` + `run_pytest`) reads the agent's files without following
-symlinks, writes them with the host's test files into a fresh tree the agent never saw
-(server-owned and read-only for the sandbox user when the server is root), and runs pytest
-there as the sandbox user with a small report plugin.
+Grading (`SandboxHost.grade`) runs in a fresh sandbox of its own: the agent's library code (read
+without following symlinks) and the host's test files are written into a tree the grading uid
+can only read, and `mini_swe_guard.py` runs pytest there in an isolated interpreter, reporting
+each test's outcome through HMAC-signed lines that `read_report` verifies with the run's key.
 """
 
 from __future__ import annotations
 
 import compileall
-import contextlib
 import difflib
-import json
+import hashlib
+import hmac
 import os
 import pwd
 import re
+import secrets
 import shutil
-import signal
 import stat
 import sys
 import tempfile
@@ -38,20 +40,24 @@ import weakref
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from openenv_sdk.manifest import Sandbox, load_manifest
-from openenv_sdk.sandbox import CommandResult, SandboxLimits, run_command
+from openenv_sdk.manifest import Sandbox as SandboxSettings
+from openenv_sdk.manifest import load_manifest
+from openenv_sdk.sandbox import CommandResult, Mount, Sandbox, SandboxLimits, remove_tree
 
 __all__ = [
     "WORKSPACE_ROOT_ENV",
-    "GradingTree",
+    "GradeRun",
+    "Report",
     "SandboxHost",
     "SessionDirs",
     "TreeTooLarge",
     "check_relative_path",
+    "diff_trees",
     "host",
+    "read_report",
     "read_tree",
+    "workspace_tampering",
 ]
 
 HERE = Path(__file__).resolve().parent
@@ -61,6 +67,7 @@ WORKSPACE_ROOT_ENV = "MINI_SWE_WORKSPACE_ROOT"
 SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 MAX_TREE_BYTES = 32 * 1024 * 1024
 MAX_TREE_FILES = 5000
+REPORT_MAX_BYTES = 8 * 1024 * 1024
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "mini-swe",
@@ -69,31 +76,25 @@ _GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "mini-swe@localhost",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+GRADING_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\n"
+"""The only pytest configuration a grading run reads (`-c`); the repository's is never read."""
 
 
 class TreeTooLarge(Exception):
     """A directory holds more than the grader will copy."""
 
 
-@dataclass(frozen=True)
-class SandboxUser:
-    """Who agent commands run as. `name` is None when the server is not root (no switch)."""
-
-    name: str | None
-    uid: int
-    gid: int
-
-
-def resolve_user(preferred: str) -> SandboxUser:
-    """The sandbox user: `preferred`, else `nobody`; the server's own user when not root."""
+def sandbox_user_name(preferred: str) -> str | None:
+    """Who commands run as under the opt-out (no isolation) when the server is root:
+    `preferred`, else `nobody`."""
     if os.geteuid() != 0:
-        return SandboxUser(None, os.getuid(), os.getgid())
+        return None
     for name in (preferred, "nobody"):
         try:
-            entry = pwd.getpwnam(name)
+            pwd.getpwnam(name)
         except KeyError:
             continue
-        return SandboxUser(name, entry.pw_uid, entry.pw_gid)
+        return name
     raise RuntimeError(f"the server runs as root but neither sandbox user {preferred!r} nor 'nobody' exists")
 
 
@@ -164,123 +165,189 @@ def read_tree(
     return files, skipped
 
 
-def _write_file(root: Path, rel: str, data: bytes, *, uid: int | None, gid: int | None, mode: int = 0o644) -> None:
+def _write_file(root: Path, rel: str, data: bytes, *, mode: int = 0o644) -> None:
+    """Write `root/rel` as the server (directories 0755, the file `mode`), never through a link."""
     target = root / rel
-    _make_dirs(root, target.parent, uid=uid, gid=gid)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
-    try:
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-        os.fchmod(fd, mode)
-        if uid is not None and gid is not None:
-            os.fchown(fd, uid, gid)
-    finally:
-        os.close(fd)
-
-
-def _make_dirs(root: Path, directory: Path, *, uid: int | None, gid: int | None) -> None:
     missing = []
-    current = directory
+    current = target.parent
     while current != root and not current.exists():
         missing.append(current)
         current = current.parent
     for path in reversed(missing):
         path.mkdir(mode=0o755)
         os.chmod(path, 0o755)
-        if uid is not None and gid is not None:
-            os.lchown(path, uid, gid)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            handle.write(data)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
-def _chown_tree(top: Path, uid: int, gid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(top, topdown=False):
-        for name in filenames + dirnames:
-            os.lchown(os.path.join(dirpath, name), uid, gid)
-    os.lchown(top, uid, gid)
+# --- what the agent may not change ----------------------------------------------------------
+
+_STARTUP_FILES = ("sitecustomize.py", "usercustomize.py")
+_PYTEST_CONFIG = ("pytest.ini", "tox.ini", "setup.cfg", ".pytest.ini")
 
 
-def _remove_tree(path: Path) -> None:
-    """Remove `path`; never changes anything outside it, and never raises."""
-    top = os.path.abspath(path)
-
-    def retry(function: Any, failed: str, _exc: Any) -> None:
-        # not root: the agent may have taken our permission away on a directory inside the tree
-        parent = os.path.dirname(os.path.abspath(failed))
-        if function not in (os.rmdir, os.unlink, os.remove) or not (parent == top or parent.startswith(top + os.sep)):
-            return
-        with contextlib.suppress(OSError):
-            os.chmod(parent, 0o700)
-            function(failed)
-
-    if os.path.lexists(top):
-        with contextlib.suppress(OSError):
-            shutil.rmtree(top, onerror=retry)
+def _pytest_section(text: bytes | None) -> str:
+    """The `[tool.pytest...]` tables of a pyproject.toml (what pytest would read from it)."""
+    if text is None:
+        return ""
+    kept, inside = [], False
+    for line in text.decode("utf-8", "replace").splitlines():
+        if line.lstrip().startswith("["):
+            inside = line.strip().startswith(("[tool.pytest", "[[tool.pytest"))
+        if inside:
+            kept.append(line.rstrip())
+    return "\n".join(kept)
 
 
-# --- sessions and grading trees -------------------------------------------------------------
+def _is_test_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith("tests/") or "/tests/" in path or name.startswith("test_") or name.endswith("_test.py")
+
+
+def workspace_tampering(current: dict[str, bytes], pristine: dict[str, bytes], host_files: dict[str, str]) -> list[str]:
+    """Signs that the agent worked on the grading rather than the code: test files edited or
+    deleted, pytest configuration or conftest.py added or changed, interpreter startup files
+    (`.pth`, `sitecustomize.py`, `usercustomize.py`) planted. `current` is the workspace,
+    `pristine` the task's repository, `host_files` the grader's copies (which win)."""
+    reasons = []
+    reference = {**pristine, **{rel: text.encode("utf-8") for rel, text in host_files.items()}}
+    for rel, original in sorted(reference.items()):
+        if not _is_test_file(rel) or rel not in pristine:
+            continue  # a hidden test the agent never had
+        if rel not in current:
+            reasons.append(f"test file deleted: {rel}")
+        elif current[rel] != original:
+            reasons.append(f"test file edited: {rel}")
+    for rel, data in sorted(current.items()):
+        name = rel.rsplit("/", 1)[-1]
+        before = reference.get(rel)
+        if data == before:
+            continue
+        if name == "conftest.py":
+            reasons.append(f"conftest.py added or changed: {rel}")
+        elif name in _STARTUP_FILES or name.endswith(".pth"):
+            reasons.append(f"interpreter startup file planted: {rel}")
+        elif name in _PYTEST_CONFIG:
+            reasons.append(f"pytest configuration added or changed: {rel}")
+        elif name == "pyproject.toml" and _pytest_section(data) != _pytest_section(before):
+            reasons.append(f"pytest configuration added or changed: {rel} [tool.pytest]")
+    return reasons
+
+
+# --- the signed report ------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """What a grading run's signed report says (see `mini_swe_guard`)."""
+
+    complete: bool = False
+    """A start record, an end record, and nothing unsigned, out of order or late."""
+    problem: str = ""
+    """Why it is not complete (empty when it is)."""
+    outcomes: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    collected: list[str] | None = None
+    collect_errors: list[str] = field(default_factory=list)
+    tampering: list[str] = field(default_factory=list)
+    exit_status: str | None = None
+
+
+def read_report(text: str, key: bytes) -> Report:
+    """Verify and parse the runner's report lines (`<hmac> <seq> <kind> <hex field>...`)."""
+    report = Report()
+    started = ended = False
+    expected_seq = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        mac, _, body = line.partition(" ")
+        good = hmac.compare_digest(hmac.new(key, body.encode("utf-8", "replace"), hashlib.sha256).hexdigest(), mac)
+        if not good:
+            report.tampering.append(f"report line {number} is not signed with the run's key (forged or corrupted)")
+            continue
+        seq, kind, *raw = body.split(" ")
+        if seq != str(expected_seq):
+            report.tampering.append(f"report line {number} is out of order")
+        expected_seq += 1
+        if ended:
+            report.tampering.append("the report goes on after its end record")
+            continue
+        fields = [bytes.fromhex(f).decode("utf-8", "surrogateescape") for f in raw]
+        if kind == "start":
+            started = True
+        elif kind == "collected":
+            report.collected = fields
+        elif kind == "collect_errors":
+            report.collect_errors = fields
+        elif kind == "test" and len(fields) == 3:
+            nodeid, outcome, detail = fields
+            if nodeid in report.outcomes:
+                report.tampering.append(f"{nodeid} was reported twice")
+            report.outcomes[nodeid] = outcome
+            if detail:
+                report.details[nodeid] = detail
+        elif kind == "tamper":
+            report.tampering.append(fields[0] if fields else "tampering")
+        elif kind == "end":
+            ended = True
+            report.exit_status = fields[0] if fields else None
+    if not started:
+        report.problem = "report missing: the test runner never started (or its channel was destroyed)"
+    elif not ended:
+        report.problem = "report missing: the process exited before the session ended"
+    report.complete = started and ended
+    return report
+
+
+# --- sessions, the runtime and grading ------------------------------------------------------
 
 
 @dataclass
 class SessionDirs:
-    """One session's directories: `root/repo` (the workspace) and `root/home` (HOME, TMPDIR)."""
+    """One session: its sandbox, `repo/` (the workspace) and `home/` (HOME, TMPDIR)."""
 
+    sandbox: Sandbox
     root: Path
     repo: Path
     home: Path
+
+    @property
+    def uid(self) -> int:
+        """The session's sandbox uid."""
+        return self.sandbox.uid
 
 
 @dataclass
-class GradingTree:
-    """A fresh tree for one grading run; `remove()` when done."""
+class GradeRun:
+    """One grading run: the command's result, its verified report, and what was copied."""
 
-    root: Path
-    repo: Path
-    home: Path
-    plugin_dir: Path
-    report: Path
+    result: CommandResult
+    report: Report
     kept: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
 
-REPORT_PLUGIN = '''"""mini_swe's pytest report: every test's outcome, written as JSON at the end of the session."""
-import json
-import os
+@dataclass(frozen=True)
+class Runtime:
+    """The read-only runtime directory every sandbox mounts."""
 
-_outcomes = {}
-_collect_errors = []
-_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-
-
-def pytest_collectreport(report):
-    if report.failed:
-        _collect_errors.append(report.nodeid)
-
-
-def pytest_runtest_logreport(report):
-    if report.when == "call":
-        outcome = "skipped" if hasattr(report, "wasxfail") else report.outcome
-    elif report.failed:
-        outcome = "error"
-    elif report.skipped:
-        outcome = "skipped"
-    else:
-        return
-    previous = _outcomes.get(report.nodeid)
-    if previous is None or _RANK[outcome] > _RANK[previous]:
-        _outcomes[report.nodeid] = outcome
-
-
-def pytest_sessionfinish(session, exitstatus):
-    with open(os.environ["MINI_SWE_REPORT"], "w", encoding="utf-8") as handle:
-        json.dump({"outcomes": _outcomes, "collect_errors": _collect_errors, "exitstatus": int(exitstatus)}, handle)
-'''
+    directory: Path
+    python: str
+    bin: Path
+    site: Path
+    guard: Path
+    ini: Path
 
 
 class SandboxHost:
     """What every session of one server process shares (see the module docstring)."""
 
-    def __init__(self, settings: Sandbox, *, root: str | Path | None = None) -> None:
+    def __init__(self, settings: SandboxSettings, *, root: str | Path | None = None) -> None:
         self.settings = settings
-        self.user = resolve_user(settings.user)
         self.is_root = os.geteuid() == 0
         parent = root if root is not None else os.environ.get(WORKSPACE_ROOT_ENV) or None
         if parent is not None:
@@ -290,103 +357,45 @@ class SandboxHost:
         (self.base / _OWNER_FILE).write_text(_process_identity(os.getpid()) or "")
         # at exit; `openenv serve` dies by the SIGTERM uvicorn re-raises, so the next server
         # process also removes what dead ones left (`_remove_stale_bases`)
-        self._finalizer = weakref.finalize(self, _remove_tree, self.base)
+        self._finalizer = weakref.finalize(self, remove_tree, self.base)
         self.limits = SandboxLimits(
             timeout_s=settings.command_timeout_s,
             max_output_bytes=settings.max_output_bytes,
             memory_bytes=settings.memory_bytes,
             max_processes=settings.max_processes,
             kill_after_output_bytes=max(1024, 64 * settings.max_output_bytes),
-            sandbox_user=self.user.name,
+            sandbox_user=sandbox_user_name(settings.user),
         )
         self._lock = threading.Lock()
-        self._commands_lock = threading.Lock()
-        self._in_flight = 0
-        self._runtime: dict[str, str] | None = None
+        self._runtime: Runtime | None = None
         self._git: str | None = shutil.which("git", path=_SYSTEM_PATH)
         self._remove_stale_bases()
         if self.is_root:
             hidden = HERE / "hidden"
-            if hidden.is_dir():  # serving from a checkout (not an image): keep the answers from the agent
+            if hidden.is_dir():  # serving from a checkout (not an image): closed to the opt-out's user too
                 os.chmod(hidden, 0o700)
 
-    # --- commands, and what escapes them --------------------------------------------------
-
-    def _command(
-        self, argv: str | list[str], *, cwd: Path, limits: SandboxLimits, env: dict[str, str], stdin: str | None = None
-    ) -> CommandResult:
-        with self._commands_lock:
-            self._in_flight += 1
-        try:
-            return run_command(argv, cwd=cwd, limits=limits, env=env, stdin=stdin)
-        finally:
-            with self._commands_lock:
-                self._in_flight -= 1
-
-    def reap_escaped(self) -> list[int]:
-        """Kill the sandbox user's processes that escaped their command (e.g. with `setsid`).
-
-        `run_command` kills every process of a command's session; one that starts a session of
-        its own outlives it. When the server is root and none of its commands is running, every
-        process of the sandbox user orphaned to init (or to this server, when it is PID 1) is
-        such an escapee: it is killed. Processes of other servers' commands (their parent is
-        that server) are left alone. Returns the pids killed.
-        """
-        if not self.is_root or self.user.uid == 0:
-            return []
-        with self._commands_lock:
-            if self._in_flight:
-                return []
-            table = _process_table()
-            orphan_parents = {1, os.getpid()}
-            doomed = []
-            for pid, (uid, _) in table.items():
-                if uid != self.user.uid:
-                    continue
-                ancestor, hops = pid, 0
-                while ancestor in table and table[ancestor][0] == self.user.uid and hops < 256:
-                    ancestor, hops = table[ancestor][1], hops + 1
-                if ancestor in orphan_parents:
-                    doomed.append(pid)
-            for pid in doomed:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            return doomed
-
-    # --- the agent's runtime ------------------------------------------------------------
-
-    def command_env(self, dirs: SessionDirs) -> dict[str, str]:
-        """The environment of an agent command in session `dirs`."""
-        runtime = self.runtime()
-        env = {
-            "PATH": f"{runtime['bin']}:{_SYSTEM_PATH}",
-            "HOME": str(dirs.home),
-            "TMPDIR": str(dirs.home),
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1",
-            **_GIT_ENV,
-        }
-        if runtime["pythonpath"]:
-            env["PYTHONPATH"] = runtime["pythonpath"]
-        return env
-
-    @property
-    def python(self) -> str:
-        """The interpreter agent commands and helpers run."""
-        return self.runtime()["python"]
+    # --- the runtime ----------------------------------------------------------------------
 
     @property
     def has_git(self) -> bool:
         return self._git is not None
 
-    def runtime(self) -> dict[str, str]:
-        """`{"python", "bin", "pythonpath"}`: an interpreter with pytest the sandbox user can run.
+    @property
+    def python(self) -> str:
+        """The interpreter agent commands and the grading run use."""
+        return self.runtime().python
 
-        The server's own interpreter when the sandbox user can run it (always in the image, and
-        whenever the server is not root). Otherwise (root with a private interpreter, e.g. under
-        /root) a system `python3` of the same version, with copies of pytest and its
-        dependencies on `PYTHONPATH`.
+    def mounts(self) -> list[Mount]:
+        """What every sandbox of this server sees besides its own folder: the runtime, read-only."""
+        return [Mount(source=self.runtime().directory, writable=False)]
+
+    def runtime(self) -> Runtime:
+        """The runtime directory, made on first use.
+
+        The interpreter is the server's own when the sandbox user can run it (always under
+        bubblewrap, which shows the running Python to every sandbox); otherwise (the opt-out, as
+        root, with a private interpreter) a system `python3` of the same version.
 
         Raises:
             RuntimeError: no such interpreter exists on this machine.
@@ -396,82 +405,115 @@ class SandboxHost:
                 self._runtime = self._make_runtime()
             return self._runtime
 
-    def _make_runtime(self) -> dict[str, str]:
+    def _make_runtime(self) -> Runtime:
         directory = self.base / "runtime"
-        bin_dir = directory / "bin"
-        bin_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(directory, 0o755)
-        os.chmod(bin_dir, 0o755)
-        chosen: tuple[str, str] | None = None
-        if self._probe(sys.executable, ""):
-            chosen = (sys.executable, "")
-        else:
-            version = f"{sys.version_info.major}.{sys.version_info.minor}"
-            candidates = [shutil.which(name, path=_SYSTEM_PATH) for name in (f"python{version}", "python3")]
-            site = directory / "site"
-            for candidate in dict.fromkeys(c for c in candidates if c):
-                if self._probe(
-                    candidate, "", check=f"import sys; assert '%d.%d' % sys.version_info[:2] == {version!r}"
-                ):
-                    _copy_distributions(["pytest"], site)
-                    if self._probe(candidate, str(site)):
-                        chosen = (candidate, str(site))
-                        break
+        bin_dir, site, grading = directory / "bin", directory / "site", directory / "grading"
+        for folder in (directory, bin_dir, grading):
+            folder.mkdir(parents=True, exist_ok=True)
+            os.chmod(folder, 0o755)
+        _copy_distributions(["pytest"], site)
+        guard, ini = grading / "mini_swe_guard.py", grading / "pytest.ini"
+        _write_file(grading, guard.name, (HERE / "mini_swe_guard.py").read_bytes())
+        _write_file(grading, ini.name, GRADING_INI.encode())
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        candidates = [sys.executable] + [
+            found for name in (f"python{version}", "python3") if (found := shutil.which(name, path=_SYSTEM_PATH))
+        ]
+        check = (
+            f"import sys; sys.path.append({str(site)!r}); import pytest; "
+            f"assert '%d.%d' % sys.version_info[:2] == {version!r}"
+        )
+        chosen = None
+        with Sandbox(limits=self.limits, name="mini_swe-probe", base_dir=self.base, mounts=[Mount(source=directory)]) as probe:
+            for candidate in dict.fromkeys(candidates):
+                if probe.run([candidate, "-I", "-S", "-c", check], timeout_s=60.0).exit_code == 0:
+                    chosen = candidate
+                    break
         if chosen is None:
-            who = self.user.name or "the server's user"
             raise RuntimeError(
-                f"mini_swe needs a Python with pytest that {who} can run; {sys.executable} is not "
-                f"executable by it and no system python{sys.version_info.major}.{sys.version_info.minor} was found"
+                f"mini_swe needs a Python {version} that the sandbox user can run; {sys.executable} is not "
+                f"executable by it and no system python{version} was found"
             )
-        python, pythonpath = chosen
         for name, body in (
-            ("python", f'exec {python} "$@"'),
-            ("python3", f'exec {python} "$@"'),
-            ("pytest", f'exec {python} -m pytest "$@"'),
+            ("python", f'exec {chosen} "$@"'),
+            ("python3", f'exec {chosen} "$@"'),
+            ("pytest", f'exec {chosen} -m pytest "$@"'),
         ):
-            wrapper = bin_dir / name
-            wrapper.write_text(f"#!/bin/sh\n{body}\n")
-            os.chmod(wrapper, 0o755)
-        return {"python": python, "bin": str(bin_dir), "pythonpath": pythonpath}
+            _write_file(bin_dir, name, f"#!/bin/sh\n{body}\n".encode(), mode=0o755)
+        return Runtime(directory=directory, python=chosen, bin=bin_dir, site=site, guard=guard, ini=ini)
 
-    def _probe(self, python: str, pythonpath: str, *, check: str = "import pytest") -> bool:
-        env = {"PATH": _SYSTEM_PATH, "HOME": str(self.base), "LANG": "C.UTF-8"}
-        if pythonpath:
-            env["PYTHONPATH"] = pythonpath
-        limits = self.limits.model_copy(update={"timeout_s": 30.0})
-        result = self._command([python, "-c", check], cwd=self.base, limits=limits, env=env)
-        return result.exit_code == 0
+    def command_env(self, dirs: SessionDirs) -> dict[str, str]:
+        """The environment of an agent command in session `dirs`."""
+        runtime = self.runtime()
+        return {
+            "PATH": f"{runtime.bin}:{_SYSTEM_PATH}",
+            "HOME": str(dirs.home),
+            "TMPDIR": str(dirs.home),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONPATH": str(runtime.site),
+            **_GIT_ENV,
+        }
 
     # --- sessions ---------------------------------------------------------------------------
 
     def new_session(self, source: Path) -> SessionDirs:
-        """A fresh workspace holding a copy of `source`, owned by the sandbox user, under git
-        (one commit, so `git diff` shows the agent's changes) when git is installed."""
-        self.runtime()  # fail here, at reset, if no interpreter fits
-        root = Path(tempfile.mkdtemp(prefix="s-", dir=self.base))
-        os.chmod(root, 0o711)
-        dirs = SessionDirs(root=root, repo=root / "repo", home=root / "home")
+        """A fresh sandbox whose `repo/` holds a copy of `source`, owned by the sandbox user, under
+        git (one commit, so `git diff` shows the agent's changes) when git is installed.
+
+        Raises:
+            IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
+        """
+        mounts = self.mounts()  # fail here, at reset, if no interpreter fits
+        sandbox = Sandbox(limits=self.limits, name="mini_swe", base_dir=self.base, mounts=mounts)
         try:
-            dirs.repo.mkdir(mode=0o755)
-            dirs.home.mkdir(mode=0o700)
-            os.chmod(dirs.repo, 0o755)
-            os.chmod(dirs.home, 0o700)
+            repo, home = sandbox.make_dir("repo"), sandbox.make_dir("home")
             files, _ = read_tree(source)
             for rel, data in files.items():
-                mode = 0o755 if os.access(source / rel, os.X_OK) else 0o644
-                _write_file(dirs.repo, rel, data, uid=None, gid=None, mode=mode)
-            if self.is_root:  # last: a root without CAP_DAC_OVERRIDE cannot write what it gave away
-                _chown_tree(dirs.repo, self.user.uid, self.user.gid)
-                os.chown(dirs.home, self.user.uid, self.user.gid)
+                _write_file(repo, rel, data, mode=0o755 if os.access(source / rel, os.X_OK) else 0o644)
+            sandbox.give(repo)  # the repository's top too: git refuses a checkout its user does not own
+            sandbox.give(home)
+            dirs = SessionDirs(sandbox=sandbox, root=sandbox.root, repo=repo, home=home)
             if self._git is not None:
                 script = "git init -q && git add -A && git commit -q -m 'initial commit'"
                 result = self.run(script, dirs)
                 if result.exit_code != 0:
                     raise RuntimeError(f"could not set up git in the workspace: {result.render()}")
         except BaseException:
-            self.remove_session(dirs)
+            sandbox.close()
             raise
         return dirs
+
+    def remove_session(self, dirs: SessionDirs) -> None:
+        """Kill whatever the session still runs, remove its folder and return its uid."""
+        dirs.sandbox.close()
+
+    def run(
+        self,
+        command: str | list[str],
+        dirs: SessionDirs,
+        *,
+        timeout_s: float | None = None,
+        stdin: str | None = None,
+        max_output_bytes: int | None = None,
+        kill_after_output_bytes: int | None = None,
+        extra_env: dict[str, str] | None = None,
+        network: bool = False,
+    ) -> CommandResult:
+        """Run an agent command in the session's sandbox, in its repository, under the limits
+        (`extra_env` is added to the command's environment; `network` shares the host's)."""
+        update: dict[str, object] = {}
+        if timeout_s is not None:
+            update["timeout_s"] = timeout_s
+        if max_output_bytes is not None:
+            update["max_output_bytes"] = max_output_bytes
+            update["kill_after_output_bytes"] = max(self.limits.kill_after_output_bytes, 4 * max_output_bytes)
+        if kill_after_output_bytes is not None:
+            update["kill_after_output_bytes"] = max(int(update.get("kill_after_output_bytes", 0)), kill_after_output_bytes)  # type: ignore[call-overload]
+        limits = self.limits.model_copy(update=update) if update else self.limits
+        env = {**self.command_env(dirs), **(extra_env or {})}
+        return dirs.sandbox.run(command, cwd=dirs.repo, env=env, stdin=stdin, limits=limits, network=network)
 
     def _remove_stale_bases(self) -> None:
         """Remove base directories of this kind whose server process is gone."""
@@ -488,137 +530,62 @@ class SandboxHost:
             pid = owner.split(" ")[0]
             if not owner or not pid.isdigit() or _process_identity(int(pid)) == owner:
                 continue  # alive (or not ours to judge)
-            agent_owned = [*path.glob("s-*/repo"), *path.glob("s-*/home"), *path.glob("g-*/home")]
-            self._remove(path, agent_owned)
-
-    def remove_session(self, dirs: SessionDirs) -> None:
-        self._remove(dirs.root, [dirs.repo, dirs.home])
-
-    def remove_grading_tree(self, tree: GradingTree) -> None:
-        self._remove(tree.root, [tree.home])
-
-    def _remove(self, root: Path, agent_owned: list[Path]) -> None:
-        """Remove `root`. The sandbox user empties what it owns first: a root server without
-        CAP_DAC_OVERRIDE (a container's usual lot) cannot delete inside another user's directories."""
-        present = [str(path) for path in agent_owned if path.is_dir()]
-        if self.is_root and present:
-            script = 'chmod -R u+rwX -- "$@" 2>/dev/null; rm -rf -- "$@" 2>/dev/null; chmod 755 -- "$@"; true'
-            env = {"PATH": _SYSTEM_PATH, "HOME": str(root), "LANG": "C.UTF-8"}
-            limits = self.limits.model_copy(update={"timeout_s": 30.0})
-            self._command(["/bin/sh", "-c", script, "sh", *present], cwd=root, limits=limits, env=env)
-        _remove_tree(root)
-
-    def run(
-        self,
-        command: str | list[str],
-        dirs: SessionDirs,
-        *,
-        timeout_s: float | None = None,
-        stdin: str | None = None,
-        max_output_bytes: int | None = None,
-        kill_after_output_bytes: int | None = None,
-        extra_env: dict[str, str] | None = None,
-    ) -> CommandResult:
-        """Run an agent command in the session's workspace, as the sandbox user, under the limits
-        (`extra_env` is added to the command's environment)."""
-        update: dict[str, Any] = {}
-        if timeout_s is not None:
-            update["timeout_s"] = timeout_s
-        if max_output_bytes is not None:
-            update["max_output_bytes"] = max_output_bytes
-            update["kill_after_output_bytes"] = max(self.limits.kill_after_output_bytes, 4 * max_output_bytes)
-        if kill_after_output_bytes is not None:
-            update["kill_after_output_bytes"] = max(update.get("kill_after_output_bytes", 0), kill_after_output_bytes)
-        limits = self.limits.model_copy(update=update) if update else self.limits
-        env = {**self.command_env(dirs), **(extra_env or {})}
-        return self._command(command, cwd=dirs.repo, limits=limits, env=env, stdin=stdin)
+            remove_tree(path)  # its sandboxes' processes died with it (bubblewrap's --die-with-parent)
 
     # --- grading ----------------------------------------------------------------------------
 
-    def build_grading_tree(self, workspace: Path, source_paths: list[str], files: dict[str, str]) -> GradingTree:
-        """A fresh tree: the agent's `source_paths` (read without following links; `conftest.py`
-        files dropped) plus `files` from the host (tests, configuration), which win on conflict.
+    def grade(
+        self, dirs: SessionDirs, source_paths: list[str], files: dict[str, str], test_files: list[str], timeout_s: float
+    ) -> GradeRun:
+        """Run `test_files` against the agent's library code in a fresh sandbox.
+
+        The grading tree holds the workspace's `source_paths` (read without following links, as
+        the session's uid; `conftest.py` files dropped) and `files` from the host (the tests and
+        configuration), which win. It is the server's and read-only to the grading uid, which
+        is not the session's. `mini_swe_guard.py` runs pytest there (see its docstring) with a
+        fresh key on stdin; its signed report is verified here.
 
         Raises:
             TreeTooLarge: the agent's source paths hold too much to copy.
         """
-        root = Path(tempfile.mkdtemp(prefix="g-", dir=self.base))
-        os.chmod(root, 0o711)
-        tree = GradingTree(
-            root=root,
-            repo=root / "repo",
-            home=root / "home",
-            plugin_dir=root / "plugin",
-            report=root / "home" / "report.json",
-        )
+        runtime = self.runtime()
+        owner = dirs.uid if dirs.sandbox.privileged else None
+        grading = Sandbox(limits=self.limits, name="mini_swe-grade", base_dir=self.base, mounts=self.mounts())
         try:
-            owner = self.user.uid if self.is_root else None
-            for directory in (tree.repo, tree.plugin_dir, tree.home):
-                directory.mkdir(mode=0o755)
-            os.chmod(tree.home, 0o711)  # the server reads the report back, without CAP_DAC_OVERRIDE
-            if self.is_root:
-                os.chown(tree.home, self.user.uid, self.user.gid)
+            repo, home = grading.make_dir("repo", writable=False), grading.make_dir("home")
+            run = GradeRun(result=CommandResult(stdout="", stderr="", exit_code=-1, duration_s=0.0), report=Report())
             for source in source_paths:
-                found, skipped = read_tree(workspace / source, owner_uid=owner)
-                tree.skipped += [f"{source}/{rel}" for rel in skipped]
+                found, skipped = read_tree(dirs.repo / source, owner_uid=owner)
+                run.skipped += [f"{source}/{rel}" for rel in skipped]
                 for rel, data in found.items():
                     path = f"{source}/{rel}"
                     if rel.rsplit("/", 1)[-1] == "conftest.py":
-                        tree.skipped.append(path)
+                        run.skipped.append(path)
                         continue
-                    _write_file(tree.repo, path, data, uid=None, gid=None)
-                    tree.kept.append(path)
+                    _write_file(repo, path, data)
+                    run.kept.append(path)
             for rel, text in files.items():
-                _write_file(tree.repo, rel, text.encode("utf-8"), uid=None, gid=None)
-            _write_file(tree.plugin_dir, "mini_swe_report.py", REPORT_PLUGIN.encode(), uid=None, gid=None)
-        except BaseException:
-            self.remove_grading_tree(tree)
-            raise
-        return tree
-
-    def run_pytest(
-        self, tree: GradingTree, test_files: list[str], timeout_s: float
-    ) -> tuple[CommandResult, dict[str, Any]]:
-        """pytest on `test_files` in `tree`, as the sandbox user, in a fresh process."""
-        runtime = self.runtime()
-        pythonpath = ":".join(p for p in (str(tree.plugin_dir), runtime["pythonpath"]) if p)
-        env = {
-            "PATH": f"{runtime['bin']}:{_SYSTEM_PATH}",
-            "HOME": str(tree.home),
-            "TMPDIR": str(tree.home),
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": pythonpath,
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1",
-            "MINI_SWE_REPORT": str(tree.report),
-        }
-        argv = [
-            runtime["python"],
-            "-m",
-            "pytest",
-            "-p",
-            "mini_swe_report",
-            "-p",
-            "no:cacheprovider",
-            "--continue-on-collection-errors",
-            "-q",
-            "--no-header",
-            "-rfE",
-            "--rootdir",
-            str(tree.repo),
-            *test_files,
-        ]
-        limits = self.limits.model_copy(update={"timeout_s": timeout_s, "max_output_bytes": 64 * 1024})
-        self.reap_escaped()  # nothing the agent left behind may watch or touch the run
-        result = self._command(argv, cwd=tree.repo, limits=limits, env=env)
-        report: dict[str, Any] = {}
-        with contextlib.suppress(OSError, ValueError):
-            fd = os.open(tree.report, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as handle:
-                loaded = json.loads(handle.read(8 * 1024 * 1024))
-            if isinstance(loaded, dict):
-                report = loaded
-        return result, report
+                _write_file(repo, rel, text.encode("utf-8"))
+            written, _ = read_tree(repo)
+            key = secrets.token_bytes(32)
+            argv = [runtime.python, "-I", "-S", "-B", str(runtime.guard), str(runtime.site), str(repo), str(runtime.ini)]
+            env = {"PATH": _SYSTEM_PATH, "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8"}
+            limits = self.limits.model_copy(
+                update={
+                    "timeout_s": timeout_s,
+                    "max_output_bytes": REPORT_MAX_BYTES,
+                    "kill_after_output_bytes": max(self.limits.kill_after_output_bytes, 4 * REPORT_MAX_BYTES),
+                }
+            )
+            run.result = grading.run([*argv, *test_files], cwd=repo, env=env, stdin=key.hex() + "\n", limits=limits)
+            run.report = read_report(run.result.stdout, key)
+            after, _ = read_tree(repo)
+            if after != written:
+                changed = sorted(rel for rel in set(after) | set(written) if after.get(rel) != written.get(rel))
+                run.report.tampering.append(f"the grading tree changed during the run: {', '.join(changed[:10])}")
+            return run
+        finally:
+            grading.close()
 
 
 _OWNER_FILE = "owner"
@@ -632,23 +599,6 @@ def _process_identity(pid: int) -> str | None:
     except OSError:
         return None
     return f"{pid} {fields[19]}" if len(fields) > 19 else None
-
-
-def _process_table() -> dict[int, tuple[int, int]]:
-    """`{pid: (real uid, parent pid)}` of every live process (zombies left out), from /proc."""
-    table = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
-                fields = dict(line.split(":", 1) for line in handle if ":" in line)
-            if fields["State"].split()[0] in ("Z", "X"):
-                continue
-            table[int(entry.name)] = (int(fields["Uid"].split()[0]), int(fields["PPid"].strip()))
-        except (OSError, KeyError, ValueError):
-            continue
-    return table
 
 
 def diff_trees(before: dict[str, bytes], after: dict[str, bytes], *, max_chars: int = 8000) -> tuple[list[str], str]:
@@ -689,6 +639,8 @@ def _copy_distributions(names: list[str], target: Path) -> None:
         for file in dist.files or []:
             if file.parts and file.parts[0] == "..":
                 continue  # scripts outside site-packages
+            if str(file).endswith(".pth"):
+                continue  # the grading interpreter processes none
             source = Path(str(dist.locate_file(file)))
             if source.is_file():
                 destination = target / str(file)
@@ -699,7 +651,7 @@ def _copy_distributions(names: list[str], target: Path) -> None:
                     for pyc in cached.glob(f"{source.stem}.*.pyc"):
                         (destination.parent / "__pycache__").mkdir(exist_ok=True)
                         shutil.copy2(pyc, destination.parent / "__pycache__" / pyc.name)
-    # the sandbox user cannot write bytecode here: compile what was not copied
+    # no sandbox user can write bytecode here: compile what was not copied
     compileall.compile_dir(str(target), quiet=1, workers=1)
     for path in [target, *target.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
@@ -714,5 +666,5 @@ def host() -> SandboxHost:
     global _HOST
     with _HOST_LOCK:  # exactly one: another one's finalizer would remove its base directory
         if _HOST is None:
-            _HOST = SandboxHost(load_manifest(HERE).sandbox or Sandbox())
+            _HOST = SandboxHost(load_manifest(HERE).sandbox or SandboxSettings())
         return _HOST

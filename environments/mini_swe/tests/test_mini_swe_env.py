@@ -13,7 +13,16 @@ from openenv_sdk.manifest import Sandbox
 
 import mini_swe_fsops as fsops
 from mini_swe_env import MiniSweEnvironment, ToolError, pick_task, task_ids, tasks
-from mini_swe_sandbox import SandboxHost, _process_identity, check_relative_path, diff_trees, host, read_tree
+from mini_swe_sandbox import (
+    SandboxHost,
+    _process_identity,
+    check_relative_path,
+    diff_trees,
+    host,
+    read_report,
+    read_tree,
+    workspace_tampering,
+)
 
 # --- tasks ----------------------------------------------------------------------------------
 
@@ -68,10 +77,11 @@ def test_workspace_is_a_fresh_copy_owned_by_the_sandbox_user(env: MiniSweEnviron
     copied, _ = read_tree(repo)
     assert copied == original
     assert (repo / ".git").is_dir()
-    sandbox = host()
-    assert repo.stat().st_uid == sandbox.user.uid
-    assert (repo / "datekit" / "calendar.py").stat().st_uid == sandbox.user.uid
-    base_mode = stat.S_IMODE(sandbox.base.stat().st_mode)
+    uid = env._dirs.uid
+    assert repo.stat().st_uid == uid and (repo / "datekit" / "calendar.py").stat().st_uid == uid
+    if IS_ROOT:  # a uid of its own, leased for the session
+        assert uid not in (0, os.getuid())
+    base_mode = stat.S_IMODE(host().base.stat().st_mode)
     assert base_mode == 0o711  # others may pass through, never list
 
 
@@ -194,7 +204,7 @@ def test_write_file_creates_and_overwrites(env: MiniSweEnvironment) -> None:
     env.reset(task_id="intervals-1")
     assert env.write_file("pkg/new/mod.py", "x = 1\n") == "Created pkg/new/mod.py (1 line, 6 bytes)."
     assert env.write_file("pkg/new/mod.py", "x = 2\ny = 3") == "Overwrote pkg/new/mod.py (2 lines, 11 bytes)."
-    assert (Path(env._dirs.repo) / "pkg/new/mod.py").stat().st_uid == host().user.uid
+    assert (Path(env._dirs.repo) / "pkg/new/mod.py").stat().st_uid == env._dirs.uid
     assert "is a directory" in _error(env.write_file, "pkg", "x")
 
 
@@ -232,29 +242,43 @@ def test_no_tool_returns_a_reward() -> None:
 
 
 def _grade_in_process(env: MiniSweEnvironment) -> tuple[float, dict]:
+    """What `MiniSweGrader` gives, in this process: its score and evidence."""
+    import asyncio
+
     grader = load_grader_module()
-    task = grader.load_hidden_task(env.state.task_id)
-    result = env.run_tests(
-        files=grader.grading_files(task),
-        source_paths=task.source_paths,
-        node_ids=[*task.fail_to_pass, *task.pass_to_pass],
-    )
-    f2p = [result["outcomes"][n] for n in task.fail_to_pass]
-    p2p = [result["outcomes"][n] for n in task.pass_to_pass]
-    return float(all(o == "passed" for o in f2p + p2p)), result
+
+    class Local:  # the environment as the grader's `env` (the orchestrator's `call`)
+        def call(self, name: str, **arguments):  # type: ignore[no-untyped-def]
+            return getattr(env, name)(**arguments)
+
+    state = env.state.model_dump()
+    value, evidence = asyncio.run(grader.MiniSweGrader().resolved(state, Local()))
+    return value, evidence
 
 
-def test_run_tests_grades_the_library_code_and_restores_tests(env: MiniSweEnvironment) -> None:
+def test_run_tests_grades_the_library_code(env: MiniSweEnvironment) -> None:
     env.reset(task_id="pagekit-1")
-    value, result = _grade_in_process(env)
-    assert value == 0.0 and result["status"] == "ok" and result["exit_code"] == 1
+    value, evidence = _grade_in_process(env)
+    assert value == 0.0 and evidence["status"] == "ok" and evidence["exit_code"] == 1
+    assert evidence["report"] == "complete" and evidence["tampering"] == []
+    assert evidence["reason"].startswith("FAIL_TO_PASS not passed: 7 of 7 (7 failed)")
     env.edit_file("pagekit/paginator.py", "self.total_items // self.per_page", "-(-self.total_items // self.per_page)")
-    env.write_file("tests/test_paginator.py", "def test_nothing():\n    pass\n")  # discarded
-    value, result = _grade_in_process(env)
-    assert value == 1.0, result["output_tail"]
-    assert result["kept_changes"] == ["M pagekit/paginator.py"]
-    assert result["discarded_changes"] == ["M tests/test_paginator.py"]
-    assert "-(-self.total_items // self.per_page)" in result["diff"]
+    env.write_file("tests/test_more.py", "def test_mine():\n    pass\n")  # a new test file: discarded
+    value, evidence = _grade_in_process(env)
+    assert value == 1.0, evidence["reason"]
+    assert evidence["kept_changes"] == ["M pagekit/paginator.py"]
+    assert evidence["discarded_changes"] == ["A tests/test_more.py"]
+    assert "-(-self.total_items // self.per_page)" in evidence["diff"]
+
+
+def test_an_edited_test_file_scores_zero_even_with_the_fix(env: MiniSweEnvironment) -> None:
+    env.reset(task_id="pagekit-1")
+    env.edit_file("pagekit/paginator.py", "self.total_items // self.per_page", "-(-self.total_items // self.per_page)")
+    env.write_file("tests/test_paginator.py", "def test_nothing():\n    pass\n")
+    value, evidence = _grade_in_process(env)
+    assert value == 0.0 and evidence["tampering"] == ["test file edited: tests/test_paginator.py"]
+    assert set(evidence["PASS_TO_PASS"].values()) == {"passed"}  # the host's copy ran
+    assert "tampering: test file edited: tests/test_paginator.py" in evidence["reason"]
 
 
 def test_run_tests_skips_symlinks_and_conftest_in_the_package(env: MiniSweEnvironment) -> None:
@@ -264,6 +288,8 @@ def test_run_tests_skips_symlinks_and_conftest_in_the_package(env: MiniSweEnviro
     value, result = _grade_in_process(env)
     assert result["status"] == "ok" and value == 0.0
     assert "A pagekit/conftest.py" in result["discarded_changes"]
+    assert "pagekit/conftest.py" in result["skipped_files"] and "pagekit/leak.txt" in result["skipped_files"]
+    assert result["tampering"] == ["conftest.py added or changed: pagekit/conftest.py"]
 
 
 def test_run_tests_without_an_episode() -> None:
@@ -304,21 +330,63 @@ def test_bases_of_dead_servers_are_removed(tmp_path: Path) -> None:
     assert not fresh.base.exists()
 
 
-def test_removing_a_tree_never_touches_its_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mini_swe_sandbox import _remove_tree
+# --- the signed report and the workspace checks ---------------------------------------------
 
-    tree = tmp_path / "tree"
-    (tree / "a").mkdir(parents=True)
-    (tree / "a" / "f").write_text("x")
-    os.chmod(tmp_path, 0o755)
-    real_rmdir = os.rmdir
 
-    def rmdir(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if os.path.abspath(path) == str(tree):
-            raise OSError(39, "Directory not empty")
-        return real_rmdir(path, *args, **kwargs)
+def _line(key: bytes, seq: int, kind: str, *fields: str) -> str:
+    import hashlib
+    import hmac
 
-    monkeypatch.setattr(os, "rmdir", rmdir)
-    _remove_tree(tree)  # must not raise
-    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755
-    assert not (tree / "a").exists()
+    body = " ".join([str(seq), kind, *[f.encode().hex() for f in fields]])
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest() + " " + body
+
+
+def test_read_report_accepts_only_signed_complete_reports() -> None:
+    key = b"k" * 32
+    lines = [
+        _line(key, 0, "start", "3.11"),
+        _line(key, 1, "collected", "tests/t.py::a", "tests/t.py::b"),
+        _line(key, 2, "test", "tests/t.py::a", "passed", ""),
+        _line(key, 3, "test", "tests/t.py::b", "failed", ""),
+        _line(key, 4, "end", "1"),
+    ]
+    report = read_report("\n".join(lines), key)
+    assert report.complete and not report.tampering and report.collected == ["tests/t.py::a", "tests/t.py::b"]
+    assert report.outcomes == {"tests/t.py::a": "passed", "tests/t.py::b": "failed"}
+    forged = _line(b"x" * 32, 4, "test", "tests/t.py::b", "passed", "")
+    report = read_report("\n".join([*lines[:4], forged, lines[4]]), key)
+    assert report.outcomes["tests/t.py::b"] == "failed"
+    assert report.tampering[0] == "report line 5 is not signed with the run's key (forged or corrupted)"
+    assert read_report("\n".join(lines[:4]), key).problem == "report missing: the process exited before the session ended"
+    assert read_report("", key).problem.startswith("report missing: the test runner never started")
+    swapped = read_report("\n".join([lines[0], lines[2], lines[1], *lines[3:]]), key)
+    assert "report line 2 is out of order" in swapped.tampering
+    late = read_report("\n".join([*lines, _line(key, 5, "test", "tests/t.py::c", "passed", "")]), key)
+    assert "the report goes on after its end record" in late.tampering
+
+
+def test_workspace_tampering_names_each_sign() -> None:
+    pristine = {"pkg/a.py": b"x", "tests/test_a.py": b"t", "tests/test_b.py": b"u", "pyproject.toml": b"[tool.pytest.ini_options]\n"}
+    host_files = {"tests/test_a.py": "t", "tests/test_b.py": "u", "tests/test_hidden.py": "h", "pyproject.toml": "[tool.pytest.ini_options]\n"}
+    current = {
+        "pkg/a.py": b"fixed",
+        "tests/test_a.py": b"edited",
+        "tests/test_hidden.py": b"guessed",  # not the agent's to know: discarded, not a sign
+        "tests/test_new.py": b"mine",
+        "conftest.py": b"",
+        "pkg/x.pth": b"",
+        "sitecustomize.py": b"",
+        "setup.cfg": b"[tool:pytest]\n",
+        "pyproject.toml": b"[tool.pytest.ini_options]\naddopts = '-p x'\n",
+    }
+    assert workspace_tampering(current, pristine, host_files) == [
+        "test file edited: tests/test_a.py",
+        "test file deleted: tests/test_b.py",
+        "conftest.py added or changed: conftest.py",
+        "interpreter startup file planted: pkg/x.pth",
+        "pytest configuration added or changed: pyproject.toml [tool.pytest]",
+        "pytest configuration added or changed: setup.cfg",
+        "interpreter startup file planted: sitecustomize.py",
+    ]
+    untouched = {**pristine, "pkg/a.py": b"fixed", "README.md": b"notes"}
+    assert workspace_tampering(untouched, pristine, host_files) == []
