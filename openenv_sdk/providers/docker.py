@@ -35,7 +35,10 @@ paths: privileged bubblewrap needs neither `seccomp=unconfined` nor `unmask=/pro
 (the proc mount is then refused as "too revealing"). Engines that confine containers with
 AppArmor (Docker's and Podman's default profiles deny `mount`) also get `apparmor=unconfined`,
 only where the engine reports AppArmor. The agent's commands get none of this: setpriv clears
-every capability, the bounding set included, and sets no-new-privs.
+every capability, the bounding set included, and sets no-new-privs. Where the engine maps no
+user namespace, each container also gets its own random range of session uids
+(`OPENENV_SANDBOX_UID_BASE`), so that its sessions share no uid with the host's or another
+container's (a shared uid shares its process limit, and the host's cleanup would kill it).
 
 The container is removed by `stop()`, on leaving the `with` block (Ctrl-C included) and at
 interpreter exit (`atexit`). It is killed, not only stopped, when the process is killed
@@ -290,6 +293,8 @@ class DockerProvider(Provider):
         environment = {k: v for k, v in {**manifest.variables, **self._env}.items() if k != ORCHESTRATOR_TOKEN_VAR}
         if token is not None:
             environment[ORCHESTRATOR_TOKEN_VAR] = token  # the server removes it from its environment
+        if manifest.sandbox:
+            environment = {**_sandbox_uid_env(engine), **environment}  # the caller's own range wins
         options: dict[str, Any] = {
             "name": self._name or f"openenv-{_slug(self.image)}-{uuid.uuid4().hex[:8]}",
             "labels": {LABEL_MANAGED: "1", "org.openenv.owner-pid": str(os.getpid())},
@@ -417,17 +422,36 @@ _desktop_engines: weakref.WeakKeyDictionary[docker.DockerClient, bool] = weakref
 
 def _sandbox_security_opts(engine: docker.DockerClient) -> list[str]:
     """`apparmor=unconfined` where the engine confines containers with AppArmor (its default
-    profile denies the mounts bubblewrap makes); nothing otherwise. Asked once per client, and
-    only for sandboxed environments (`/info` takes Podman about 0.2 s)."""
-    known = _sandbox_opts.get(engine)
+    profile denies the mounts bubblewrap makes); nothing otherwise."""
+    return ["apparmor=unconfined"] if "name=apparmor" in _security_options(engine) else []
+
+
+def _sandbox_uid_env(engine: docker.DockerClient) -> dict[str, str]:
+    """Where container uids are host uids (no user namespace), a random range of session uids
+    for this container, far from the default 62000.. that servers on the host lease: a session
+    uid shared with the host or another container would share its RLIMIT_NPROC count, and a
+    host-side server's `kill_uid` (which sees every container's processes) would kill it. Under
+    a user namespace (rootless, userns-remap) the in-container default maps elsewhere already."""
+    from openenv_sdk.sandbox._sandbox import UID_BASE_ENV, UID_COUNT_ENV  # not on echo's cold start
+
+    options = _security_options(engine)
+    if "name=userns" in options or "name=rootless" in options:
+        return {}
+    base = 1_000_000 + secrets.randbelow(1_000_000) * 2_000  # up to 2_001_000_000: fits a uid_t
+    return {UID_BASE_ENV: str(base), UID_COUNT_ENV: "2000"}
+
+
+def _security_options(engine: docker.DockerClient) -> set[str]:
+    """The engine's `SecurityOptions` names (`name=apparmor`, `name=userns`, ...). Asked once per
+    client, and only for sandboxed environments (`/info` takes Podman about 0.2 s)."""
+    known = _engine_security.get(engine)
     if known is None:
-        options = [str(option) for option in engine.info().get("SecurityOptions") or []]
-        known = ["apparmor=unconfined"] if any(o.startswith("name=apparmor") for o in options) else []
-        _sandbox_opts[engine] = known
-    return list(known)
+        known = {str(option).split(",", 1)[0] for option in engine.info().get("SecurityOptions") or []}
+        _engine_security[engine] = known
+    return known
 
 
-_sandbox_opts: weakref.WeakKeyDictionary[docker.DockerClient, list[str]] = weakref.WeakKeyDictionary()
+_engine_security: weakref.WeakKeyDictionary[docker.DockerClient, set[str]] = weakref.WeakKeyDictionary()
 
 
 def _slug(image: str) -> str:
