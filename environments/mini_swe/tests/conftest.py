@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mini_swe_testkit import ENV_DIR
+from mini_swe_testkit import ENV_DIR, register_server
 
 
 @pytest.fixture
@@ -30,4 +30,4 @@ def server_url() -> Iterator[str]:
     with GenericEnvClient(env_dir=ENV_DIR, startup_timeout_s=120) as owner:
         owner.connect()
         assert owner.base_url is not None
-        yield owner.base_url
+        yield register_server(owner)

@@ -15,6 +15,27 @@ if str(ENV_DIR) not in sys.path:
 
 IS_ROOT = os.geteuid() == 0
 
+SERVER_TOKENS: dict[str, str] = {}
+"""Orchestrator tokens of the servers these tests started, by base URL (filled by the fixtures)."""
+
+
+def open_client(url: str, **kwargs: Any) -> Any:
+    """A new client (so a new session) of the server at `url`, with its orchestrator token."""
+    from openenv_sdk.client import GenericEnvClient
+
+    token = SERVER_TOKENS.get(url)
+    return GenericEnvClient(url, **({"orchestrator_token": token} if token else {}), **kwargs)
+
+
+def register_server(owner: Any) -> str:
+    """Remember the token of the server a client (or provider) started; returns its base URL."""
+    provider = getattr(owner, "provider", owner)
+    url = owner.base_url if hasattr(owner, "base_url") else provider.base_url
+    token = getattr(provider, "orchestrator_token", None)
+    if token:
+        SERVER_TOKENS[url] = token
+    return url
+
 
 def load_grader_module() -> Any:
     """`grader.py` of this folder under a unique name (other environments have a `grader` module too)."""

@@ -5,8 +5,10 @@ break the server (fork bomb, endless loop, 1 GB of output, deleting its working 
 escaping with setsid, killing the server). Each costs that episode at most: the next tool call
 and other sessions still work, and where an episode cannot go on the client gets a clear error.
 
-Isolation from the host needs the server to run as root (commands then run as the sandbox
-user); without root there is no privilege boundary and those tests are skipped.
+Each session is an `openenv_sdk.sandbox.Sandbox`: as root, a uid of its own and fresh
+namespaces per command, so the host's files outside the system and the runtime do not exist for
+the agent ("No such file or directory"), and processes outside its command do not either
+("No such process"). Without root there is no uid boundary and those tests are skipped.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mini_swe_testkit import ENV_DIR, IS_ROOT, call, call_error, load_grader_module
+from mini_swe_testkit import open_client, ENV_DIR, IS_ROOT, call, call_error, load_grader_module
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.errors import OpenEnvError, ToolCallError
 from openenv_sdk.rubric import grade
@@ -29,13 +31,18 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="without root, agent command
 
 @pytest.fixture
 def client(server_url: str) -> Iterator[GenericEnvClient]:
-    with GenericEnvClient(server_url, timeout_s=90) as c:
+    with open_client(server_url, timeout_s=90) as c:
         c.reset(task_id="datekit-1")
         yield c
 
 
+def _refusals(out: str) -> int:
+    """How many times a command was refused: the path is not in the sandbox, or not its to use."""
+    return sum(out.count(why) for why in ("Permission denied", "No such file or directory", "Read-only file system"))
+
+
 def _other_session_works(server_url: str) -> None:
-    with GenericEnvClient(server_url, timeout_s=60) as other:
+    with open_client(server_url, timeout_s=60) as other:
         other.reset(task_id="pagekit-1")
         assert call(other, "run", command="echo fine") == "fine\n[exit code 0]"
 
@@ -63,9 +70,9 @@ def test_file_tools_stay_inside_the_repository(client: GenericEnvClient) -> None
 def test_hidden_tests_and_gold_patch_cannot_be_read(client: GenericEnvClient) -> None:
     hidden = ENV_DIR / "hidden"
     out = call(client, "run", command=f"cat {hidden}/datekit-1/gold.patch; ls {hidden}")
-    assert out.count("Permission denied") == 2
+    assert _refusals(out) == 2, out
     call(client, "run", command=f"ln -s {hidden}/datekit-1/gold.patch leak.patch")
-    assert "Permission denied" in call_error(client, "read_file", path="leak.patch")
+    assert "which does not exist" in call_error(client, "read_file", path="leak.patch")
     for secret in _secrets("datekit-1"):
         found = call(client, "run", command=f"grep -rIlF -e {secret!r} {ENV_DIR} /tmp/mini_swe-* 2>/dev/null; true")
         assert found == "[exit code 0]", f"{secret!r} is readable in: {found}"
@@ -108,12 +115,12 @@ def test_grader_and_task_files_cannot_be_written(client: GenericEnvClient) -> No
     before = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in targets}
     script = "; ".join(f"echo 'REWARD = 1.0' >> {path}" for path in targets)
     out = call(client, "run", command=script + f"; touch {ENV_DIR}/sitecustomize.py; mkdir {ENV_DIR}/hidden/x")
-    assert out.count("Permission denied") >= len(targets) + 1
+    assert _refusals(out) >= len(targets) + 1, out
     assert {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in targets} == before
     assert not (ENV_DIR / "sitecustomize.py").exists()
     runtime = call(client, "run", command="dirname $(dirname $(command -v python))").splitlines()[0]
     out = call(client, "run", command=f"echo 'exit 0' > {runtime}/bin/python; echo x > {runtime}/site/pytest.py")
-    assert out.count("Permission denied") == 2 or "No such file" in out
+    assert out.count("Read-only file system") == 2, out
 
 
 def test_writes_to_the_test_files_do_not_count(server_url: str) -> None:
@@ -121,7 +128,7 @@ def test_writes_to_the_test_files_do_not_count(server_url: str) -> None:
     hidden = json.loads((ENV_DIR / "hidden" / "datekit-1" / "task.json").read_text())
     path = hidden["hidden_tests"][0]
     fakes = "".join(f"def {name}(*args):\n    pass\n\n\n" for name in _secrets("datekit-1") if name.startswith("test_"))
-    with GenericEnvClient(server_url) as c:
+    with open_client(server_url) as c:
         c.reset(task_id="datekit-1")
         call(c, "write_file", path=path, content=fakes)
         call(c, "submit")
@@ -194,7 +201,7 @@ def test_deleting_the_working_directory(client: GenericEnvClient, server_url: st
 
 
 def test_a_hanging_fix_scores_zero(server_url: str) -> None:
-    with GenericEnvClient(server_url) as c:
+    with open_client(server_url) as c:
         c.reset(task_id="intervals-1")
         call(c, "write_file", path="intervals/__init__.py", content="while True:\n    pass\n")
         call(c, "submit")
@@ -205,19 +212,26 @@ def test_a_hanging_fix_scores_zero(server_url: str) -> None:
 
 
 @needs_root
-def test_escaped_processes_are_reaped(client: GenericEnvClient, server_url: str) -> None:
-    out = call(
-        client,
-        "run",
-        command="setsid bash -c 'while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & sleep 0.3; echo $!",
-    )
-    assert out.endswith("[exit code 0]")
+def test_nothing_outlives_its_command(client: GenericEnvClient, server_url: str) -> None:
     marker = "while :; do sleep 1; done"
-    assert marker in call(client, "run", command="ps -u $(id -u) -o args")  # it outlived its command
-    with GenericEnvClient(server_url) as other:  # the next episode starts clean
-        other.reset(task_id="pagekit-1")
-        listing = call(other, "run", command="ps -u $(id -u) -o args")
-    assert marker not in listing
+    out = call(client, "run", command=f"setsid nohup bash -c '{marker}' </dev/null >/dev/null 2>&1 & sleep 0.3; id -u")
+    uid = int(out.splitlines()[0])
+    assert marker not in call(client, "run", command="ps -u $(id -u) -o args")  # killed with its command
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _uid_of(p) == uid and _is(p, marker)]
+
+
+def _uid_of(proc: Path) -> int | None:
+    try:
+        return proc.stat().st_uid
+    except OSError:
+        return None
+
+
+def _is(proc: Path, marker: str) -> bool:
+    try:
+        return marker.encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def test_killing_the_server() -> None:
@@ -225,12 +239,14 @@ def test_killing_the_server() -> None:
 
     with (
         LocalProcessProvider(ENV_DIR, startup_timeout_s=120) as provider,
-        GenericEnvClient(provider.start(), timeout_s=60, auto_reconnect=False) as c,
+        GenericEnvClient(
+            provider.start(), timeout_s=60, auto_reconnect=False, orchestrator_token=provider.orchestrator_token
+        ) as c,
     ):
         c.reset(task_id="intervals-1")
         out = call(c, "run", command=f"kill -9 {provider.pid}; kill -KILL -{provider.pid}; echo done")
-        if IS_ROOT:
-            assert out.count("Operation not permitted") == 2, out
+        if IS_ROOT:  # the server is not in the command's pid namespace
+            assert out.count("No such process") == 2, out
             assert call(c, "run", command="echo alive") == "alive\n[exit code 0]"
             assert provider.is_alive()
         else:  # no privilege boundary: the server dies, and the client says so

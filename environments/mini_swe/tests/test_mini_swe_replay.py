@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from mini_swe_testkit import ENV_DIR, apply_unified_diff, call, load_grader_module
+from mini_swe_testkit import open_client, register_server, ENV_DIR, apply_unified_diff, call, load_grader_module
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.rubric import Score, grade
 
@@ -81,7 +81,7 @@ ATTEMPTS: dict[str, tuple[Callable[[GenericEnvClient, str], None], float]] = {
 
 def run_episode(base_url: str, task_id: str, attempt: str) -> tuple[Score, dict[str, Any]]:
     grader = load_grader_module()
-    with GenericEnvClient(base_url, timeout_s=120) as client:
+    with open_client(base_url, timeout_s=120) as client:
         first = client.reset(task_id=task_id)
         assert first.observation["task_id"] == task_id and first.reward is None
         assert first.observation["workdir"] in first.observation["prompt"]
@@ -104,7 +104,8 @@ def replay_url(request: pytest.FixtureRequest) -> Iterator[str]:
     tag = build_image(ENV_DIR, output="quiet", timeout_s=1200)
     provider = DockerProvider(tag, startup_timeout_s=120)
     try:
-        yield provider.start()
+        provider.start()
+        yield register_server(provider)
     finally:
         provider.stop()
 
@@ -143,12 +144,17 @@ def test_replay(replays: dict[tuple[str, str], Future[tuple[Score, dict[str, Any
     cheat = results["tests_fix"][0].evidence["resolved"]
     assert any(change.endswith("tests/conftest.py") for change in cheat["discarded_changes"])
     assert set(cheat["PASS_TO_PASS"].values()) == {"passed"}  # the original tests were restored and run
+    assert "conftest.py added or changed: tests/conftest.py" in cheat["tampering"]
+    assert "pytest configuration added or changed: pytest.ini" in cheat["tampering"]
+    assert any(t.startswith("test file edited: tests/") for t in cheat["tampering"])
+    assert cheat["reason"].startswith("tampering: ") or "tampering: " in cheat["reason"]
+    assert gold["tampering"] == [] and gold["report"] == "complete" and null["tampering"] == []
 
 
 def test_hidden_data_is_out_of_the_agents_reach(replay_url: str, server_url: str) -> None:
     """In the image there is no hidden/ at all; served from this folder as root, it is closed."""
     in_image = replay_url != server_url
-    with GenericEnvClient(replay_url) as client:
+    with open_client(replay_url) as client:
         client.reset(task_id="datekit-1")
         where = "/env" if in_image else str(ENV_DIR)
         out = call(
@@ -156,15 +162,15 @@ def test_hidden_data_is_out_of_the_agents_reach(replay_url: str, server_url: str
         )
     if in_image:
         assert out.count("No such file or directory") == 2, f"the image holds the hidden data:\n{out}"
-    elif os.geteuid() == 0:
-        assert out.count("Permission denied") == 2, out
+    elif os.geteuid() == 0:  # the sandbox shows none of the host's files outside the system and runtime
+        assert out.count("No such file or directory") == 2, out
     else:
         pytest.skip("served from this folder without root, the agent runs as this user and can read hidden/")
 
 
 def test_unsubmitted_episode_is_graded_as_it_stands(server_url: str) -> None:
     grader = load_grader_module()
-    with GenericEnvClient(server_url) as client:
+    with open_client(server_url) as client:
         client.reset(task_id="intervals-1")
         call(
             client, "edit_file", path="intervals/ops.py", old_str="key=lambda iv: iv[1]", new_str="key=lambda iv: iv[0]"
