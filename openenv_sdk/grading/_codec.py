@@ -46,7 +46,7 @@ class Limits:
     def __init__(
         self,
         *,
-        max_depth=200,
+        max_depth=256,
         max_items=2_000_000,
         max_int_digits=4000,
         max_message_bytes=64 * 1024 * 1024,
@@ -145,7 +145,10 @@ class Codec:
     def encode(self, value):
         """The JSON-able form of `value`."""
         self._items = 0
-        return self.encode_part(value, 0)
+        try:
+            return self.encode_part(value, 0)
+        except RecursionError:
+            raise CodecError("the value is nested too deeply for this interpreter's recursion limit") from None
 
     def encode_part(self, value, depth):
         """The JSON-able form of `value` found at `depth` (for hooks that encode nested values)."""
@@ -172,7 +175,7 @@ class Codec:
         if t is dict:
             self._count(len(value), depth)
             flat = []
-            for key, item in value.items():
+            for key, item in dict.items(value):
                 flat.append(self.encode_part(key, depth + 1))
                 flat.append(self.encode_part(item, depth + 1))
             return {"$": "d", "v": flat}
@@ -191,7 +194,10 @@ class Codec:
         self._count(len(items), depth)
         if len(items) >= _FAST_MIN and self.is_flat(items):
             return items if type(items) is list else list(items)
-        return [self.encode_part(item, depth + 1) for item in items]
+        out = []
+        for item in items:  # a loop, not a comprehension: one frame less per level of nesting
+            out.append(self.encode_part(item, depth + 1))
+        return out
 
     def is_flat(self, items):
         """Whether every item is None, a bool, a str, a finite float or an int within bounds: then
@@ -230,7 +236,10 @@ class Codec:
     def decode(self, node):
         """The value of the JSON-able `node`."""
         self._items = 0
-        return self.decode_part(node, 0)
+        try:
+            return self.decode_part(node, 0)
+        except RecursionError:
+            raise CodecError("the message is nested too deeply for this interpreter's recursion limit") from None
 
     def decode_part(self, node, depth):
         """The value of `node` found at `depth` (for hooks that decode nested values)."""
@@ -289,7 +298,10 @@ class Codec:
         self._count(len(items), depth)
         if len(items) >= _FAST_MIN and set(map(type, items)) <= _JSON_SCALARS:
             return items
-        return [self.decode_part(item, depth + 1) for item in items]
+        out = []
+        for item in items:  # a loop, not a comprehension: one frame less per level of nesting
+            out.append(self.decode_part(item, depth + 1))
+        return out
 
 
 def check_text(value, limits, what):
