@@ -154,12 +154,16 @@ class MiniSweGrader(Grader):
         return (1.0 if solved else 0.0), evidence
 
 
+_ABORTED = {2: "interrupted", 3: "internal error, e.g. SystemExit raised at import", 4: "usage error"}
+"""pytest's exit statuses of a session that did not run the tests it collected."""
+
+
 def _collection_tampering(task: HiddenTask, result: dict[str, Any]) -> list[str]:
     """Expected tests that were not collected (while their files collected fine), and tests that
     nobody expected: the suite was changed."""
     collected = result.get("collected")
-    if not isinstance(collected, list):
-        return []
+    if not isinstance(collected, list) or result.get("exit_code") in _ABORTED:
+        return []  # no complete collection to compare (the abort is a reason of its own)
     expected = [*task.fail_to_pass, *task.pass_to_pass]
     failed_files = {str(nodeid).split("::", 1)[0] for nodeid in result.get("collect_errors") or []}
     missing = [n for n in expected if n not in collected and n.split("::", 1)[0] not in failed_files]
@@ -186,6 +190,8 @@ def _reasons(
         reasons.append(str(report))
     if tampering:
         reasons.append(f"tampering: {'; '.join(tampering)}")
+    if result.get("exit_code") in _ABORTED:
+        reasons.append(f"pytest did not complete the session (exit status {result['exit_code']}: {_ABORTED[result['exit_code']]})")
     if result.get("collect_errors"):
         reasons.append(f"collection errors: {', '.join(map(str, result['collect_errors']))}")
     for name, outcomes in (("FAIL_TO_PASS", f2p), ("PASS_TO_PASS", p2p)):
