@@ -263,11 +263,12 @@ def read_report(text: str, key: bytes) -> Report:
     report = Report()
     started = ended = False
     expected_seq = 0
+    unsigned: list[int] = []
     for number, line in enumerate(text.splitlines(), start=1):
         mac, _, body = line.partition(" ")
         good = hmac.compare_digest(hmac.new(key, body.encode("utf-8", "replace"), hashlib.sha256).hexdigest(), mac)
         if not good:
-            report.tampering.append(f"report line {number} is not signed with the run's key (forged or corrupted)")
+            unsigned.append(number)
             continue
         seq, kind, *raw = body.split(" ")
         if seq != str(expected_seq):
@@ -295,6 +296,12 @@ def read_report(text: str, key: bytes) -> Report:
         elif kind == "end":
             ended = True
             report.exit_status = fields[0] if fields else None
+    if unsigned:
+        report.tampering.insert(
+            0,
+            f"{len(unsigned)} report line(s) not signed with the run's key (forged or corrupted), "
+            f"the first at line {unsigned[0]}",
+        )
     if not started:
         report.problem = "report missing: the test runner never started (or its channel was destroyed)"
     elif not ended:

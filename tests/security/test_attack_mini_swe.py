@@ -257,7 +257,7 @@ CHANNEL_ATTACKS = {
         "            open(os.path.join(folder, name), 'w').write('{\"outcomes\": {}}')\n"
         "        except OSError:\n"
         "            pass\n",
-        "is not signed with the run's key",
+        "report line(s) not signed with the run's key (forged or corrupted)",
     ),
     "the channel closed": (
         "import os\nos.closerange(3, 1024)\n",

@@ -356,7 +356,7 @@ def test_read_report_accepts_only_signed_complete_reports() -> None:
     forged = _line(b"x" * 32, 4, "test", "tests/t.py::b", "passed", "")
     report = read_report("\n".join([*lines[:4], forged, lines[4]]), key)
     assert report.outcomes["tests/t.py::b"] == "failed"
-    assert report.tampering[0] == "report line 5 is not signed with the run's key (forged or corrupted)"
+    assert report.tampering == ["1 report line(s) not signed with the run's key (forged or corrupted), the first at line 5"]
     assert read_report("\n".join(lines[:4]), key).problem == "report missing: the process exited before the session ended"
     assert read_report("", key).problem.startswith("report missing: the test runner never started")
     swapped = read_report("\n".join([lines[0], lines[2], lines[1], *lines[3:]]), key)
