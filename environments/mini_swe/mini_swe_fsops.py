@@ -1,9 +1,10 @@
 """mini_swe's file tools: read, list, search, edit and write files in the workspace.
 
-The server never touches the agent's files itself: it runs this module's source as the
-sandbox user (`python -I -S -c <source>`, a JSON request on stdin, a JSON answer on stdout),
-so the operating system, not a path check, decides what a tool may read or write. Paths are
-still kept inside the workspace, for clear errors. Standard library only.
+The server never touches the agent's files itself: it runs this module's source in the
+session's `openenv_sdk.sandbox.Sandbox`, as the session's uid (`python -I -S -c <source>`, a
+JSON request on stdin, a JSON answer on stdout), so the sandbox, not a path check, decides what
+a tool may read or write. Paths are still kept inside the workspace, for clear errors. Standard
+library only.
 """
 
 from __future__ import annotations
