@@ -374,7 +374,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         assert self._task is not None
         return (
             self._task_text(self._task, dirs, "your working directory")
-            + "\n\nNothing is interactive and there is no network. When you are done, stop: the repository is "
+            + "\n\nNothing is interactive. When you are done, stop: the repository is "
             "graded as it then stands."
         )
 
