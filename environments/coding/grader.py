@@ -2,12 +2,12 @@
 
 It runs with the client or trainer, outside the container. After an episode it reads the
 task's hidden tests from `hidden/<task_id>/test_*.py` on the host and sends them, with a small
-pytest plugin that writes each test's outcome to a JSON report, to the environment's
-orchestrator-only call `run_checks`. That call runs pytest in a fresh directory holding only
-the agent's solution file and these files (read-only to the run), as an unprivileged user,
-and returns the report. The report is signed with a key the grader makes for each run and
-sends on the run's stdin, which the plugin reads before the solution is imported; a test
-counts as passed only when pytest reports it passed and the plugin saw its function return.
+report plugin (as `conftest.py`), to the environment's orchestrator-only call `run_checks`.
+That call runs pytest in a trusted process that never imports the agent's code, in a fresh
+private directory holding only these files: the tests' `from solution import f` gets a proxy
+whose calls run in a worker that imports a copy of the solution file, in a sandbox of its own
+(`openenv_sdk.grading`). The plugin writes each test's outcome to a JSON report in that
+directory, which the solution cannot reach; `run_checks` reads it back.
 
 Reward (binary by default):
 
@@ -25,12 +25,9 @@ hidden tests (collected against each task's reference solution).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import inspect
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -50,43 +47,24 @@ HERE = Path(__file__).resolve().parent
 HIDDEN_DIR_ENV = "OPENENV_CODING_HIDDEN_DIR"
 """Where the hidden tests are on the host, when not in `hidden/` next to this file."""
 EXPECTED_FILE = "expected_tests.json"
-REPORT_FILE = "out/openenv_report.json"
-PLUGIN_MODULE = "_openenv_report"
+REPORT_FILE = "openenv_report.json"
 
-REPORT_PLUGIN = r'''"""pytest plugin of the coding grader: writes each test's outcome to a signed JSON report.
+REPORT_PLUGIN = r'''"""pytest plugin of the coding grader (the run's conftest.py): each test's outcome, as JSON.
 
-The grader's per-run key arrives on standard input and is read here, before any test module
-(and so the solution) is imported. A test passes only if pytest's report says so *and* this
-plugin saw the test function return without raising.
+It runs in the trusted pytest process, which never imports the solution (its calls go to a
+sandboxed worker), and writes into a directory the solution cannot reach. A test that passes
+but took longer than `--openenv-test-timeout` seconds counts as failed (one call that hangs is
+cut earlier, by the remote plugin's per-call timeout).
 """
 
-import hashlib
-import hmac
 import json
-import os
-import signal
 
-import pytest
-
-
-def _signer():
-    key = b""
-    while not key.endswith(b"\n"):
-        chunk = os.read(0, 256)
-        if not chunk:
-            break
-        key += chunk
-    key = key.strip()
-    return lambda payload: hmac.new(key, payload, hashlib.sha256).hexdigest()
-
-
-_sign = _signer()
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 _outcomes = {}
-_called = {}
 _messages = {}
 _collect_errors = {}
 _collected = []
+_limit = 0.0
 
 
 def pytest_addoption(parser):
@@ -103,9 +81,17 @@ def pytest_collectreport(report):
         _collect_errors[report.nodeid or "<session>"] = report.longreprtext[-1500:]
 
 
+def pytest_configure(config):
+    global _limit
+    _limit = config.getoption("openenv_test_timeout")
+
+
 def pytest_runtest_logreport(report):
     if report.when == "call":
         outcome = "passed" if report.passed else "failed" if report.failed else "skipped"
+        if outcome == "passed" and _limit and report.duration > _limit:
+            outcome = "failed"
+            _messages[report.nodeid] = f"the test took {report.duration:.1f} s, longer than {_limit:g} s"
     elif report.failed:
         outcome = "error"
     elif report.skipped:
@@ -118,47 +104,16 @@ def pytest_runtest_logreport(report):
         _outcomes[report.nodeid] = outcome
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    limit = item.config.getoption("openenv_test_timeout")
-    previous = None
-    if limit:
-        def on_alarm(signum, frame):
-            raise TimeoutError(f"the test took longer than {limit:g} s")
-
-        previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
-        result = yield
-    except BaseException:
-        _called[item.nodeid] = "raised"
-        raise
-    finally:
-        if limit:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-    _called.setdefault(item.nodeid, "returned")
-    return result
-
-
 def pytest_sessionfinish(session, exitstatus):
-    outcomes = {}
-    for nodeid, outcome in _outcomes.items():
-        if outcome == "passed" and _called.get(nodeid) != "returned":
-            outcome = "failed"
-            _messages.setdefault(nodeid, "pytest reported a pass, but the test function did not return normally")
-        outcomes[nodeid] = outcome
-    payload = json.dumps(
-        {
-            "exitstatus": int(exitstatus),
-            "collected": _collected,
-            "outcomes": outcomes,
-            "messages": _messages,
-            "collect_errors": _collect_errors,
-        }
-    ).encode()
+    report = {
+        "exitstatus": int(exitstatus),
+        "collected": _collected,
+        "outcomes": _outcomes,
+        "messages": _messages,
+        "collect_errors": _collect_errors,
+    }
     with open(session.config.getoption("openenv_report"), "w", encoding="utf-8") as f:
-        json.dump({"payload": payload.decode(), "mac": _sign(payload)}, f)
+        json.dump(report, f)
 '''
 
 
@@ -180,10 +135,11 @@ class CodingGrader(Grader):
                 `hidden/` next to this file).
             partial_credit: weight of the fraction of tests passed in the reward, from 0 (binary
                 reward, the default) to 1 (the fraction alone).
-            timeout_s: wall-clock limit of the whole test run in the sandbox, in seconds; keep it
-                below the client's `timeout_s` (60 s by default), so that a run that hangs scores 0
-                rather than failing the call.
-            test_timeout_s: limit of each test, in seconds (a test past it fails).
+            timeout_s: wall-clock limit of the whole test run, in seconds; keep it below the
+                client's `timeout_s` (60 s by default), so that a run that hangs scores 0 rather
+                than failing the call.
+            test_timeout_s: limit of each test, in seconds: a test that takes longer fails, and
+                a call into the solution that runs longer is cut (its worker is restarted).
         """
         if not 0.0 <= partial_credit <= 1.0:
             raise ValueError(f"partial_credit must be in [0, 1], got {partial_credit}")
@@ -217,22 +173,16 @@ class CodingGrader(Grader):
             )
         return self._expected[task_id]
 
-    def check_request(self, task_id: str, key: str) -> dict[str, Any]:
-        """The arguments of the `run_checks` call for `task_id`; `key` signs the report."""
+    def check_request(self, task_id: str) -> dict[str, Any]:
+        """The arguments of the `run_checks` call for `task_id`."""
         tests = self.test_files(task_id)
-        command = [
-            "python", "-m", "pytest", "-q", "-c", "pytest.ini", "--rootdir", ".", "--noconftest",
-            "-p", "no:cacheprovider", "-p", PLUGIN_MODULE,
-            "--openenv-report", REPORT_FILE, "--openenv-test-timeout", f"{self.test_timeout_s:g}",
-            *sorted(tests),
-        ]  # fmt: skip
-        files = {**tests, f"{PLUGIN_MODULE}.py": REPORT_PLUGIN, "pytest.ini": "[pytest]\n"}
+        pytest_args = ["-q", "--openenv-report", REPORT_FILE, "--openenv-test-timeout", f"{self.test_timeout_s:g}"]
         return {
-            "files": files,
-            "command": command,
+            "files": {**tests, "conftest.py": REPORT_PLUGIN},
+            "pytest_args": [*pytest_args, *sorted(tests)],
             "timeout_s": self.timeout_s,
+            "call_timeout_s": min(self.test_timeout_s, self.timeout_s),
             "collect": [REPORT_FILE],
-            "stdin": key + "\n",
         }
 
     # --- the reward --------------------------------------------------------------------------
@@ -246,22 +196,22 @@ class CodingGrader(Grader):
         task_id = state.get("task_id")
         if not task_id:
             raise ValueError("the episode has no task_id: grade after reset()")
-        key = secrets.token_hex(32)
-        run = env.call("run_checks", **self.check_request(task_id, key))
+        run = env.call("run_checks", **self.check_request(task_id))
         if inspect.isawaitable(run):
             run = await run
-        return self.score(task_id, run, key)
+        return self.score(task_id, run)
 
-    def score(self, task_id: str, run: Mapping[str, Any], key: str) -> Score:
-        """The score of one `run_checks` result; `key` is the one its request carried."""
+    def score(self, task_id: str, run: Mapping[str, Any]) -> Score:
+        """The score of one `run_checks` result."""
         expected = self.expected_tests(task_id)
-        report = _parse_report((run.get("collected") or {}).get(REPORT_FILE), key)
+        report = _parse_report((run.get("collected") or {}).get(REPORT_FILE))
         outcomes: dict[str, str] = report.get("outcomes", {}) if report else {}
         tests = {nodeid: outcomes.get(nodeid, "not run") for nodeid in expected}
         passed = sum(outcome == "passed" for outcome in tests.values())
         all_passed = (
             report is not None
             and run.get("exit_code") == 0
+            and report.get("exitstatus") == 0
             and not run.get("timed_out")
             and not report.get("collect_errors")
             and passed == len(expected) > 0
@@ -281,24 +231,19 @@ class CodingGrader(Grader):
             "exit_code": run.get("exit_code"),
             "timed_out": run.get("timed_out"),
             "duration_s": run.get("duration_s"),
-            "report": "ok" if report is not None else "missing, unreadable or not signed with this run's key",
+            "report": "ok" if report is not None else "missing or unreadable",
             "output_tail": (str(run.get("stdout") or "") + str(run.get("stderr") or ""))[-2000:],
         }
         return Score(value=value, components={"all_passed": float(all_passed), "partial": partial}, evidence=evidence)
 
 
-def _parse_report(text: Any, key: str) -> dict[str, Any] | None:
-    """The report's payload when its signature is this run's; else None."""
+def _parse_report(text: Any) -> dict[str, Any] | None:
+    """The report the trusted run wrote; None when it is missing or malformed."""
     if not isinstance(text, str):
         return None
     try:
-        signed = json.loads(text)
-        payload = signed["payload"].encode()
-        mac = hmac.new(key.encode(), payload, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(mac, str(signed["mac"])):
-            return None
-        report = json.loads(payload)
-    except (ValueError, KeyError, TypeError, AttributeError):
+        report = json.loads(text)
+    except ValueError:
         return None
     if not isinstance(report, dict) or not isinstance(report.get("outcomes"), dict):
         return None

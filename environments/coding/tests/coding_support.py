@@ -38,3 +38,13 @@ def reference(task_id: str) -> str:
 def tool_text(result: Any) -> str:
     """The text of an MCP `CallToolResult`."""
     return "".join(getattr(part, "text", "") for part in result.content)
+
+
+def connect(owner: Any) -> Any:
+    """Another session on `owner`'s server (a `GenericEnvClient`), with the orchestrator's token
+    (the server's orchestrator API requires it)."""
+    from openenv_sdk.client import GenericEnvClient
+
+    assert owner.base_url is not None
+    token = owner.provider.orchestrator_token if owner.provider is not None else None
+    return GenericEnvClient(owner.base_url, orchestrator_token=token)

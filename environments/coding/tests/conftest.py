@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coding_support import CODING_DIR, coding_grader
+from coding_support import CODING_DIR, coding_grader, connect
 
 from openenv_sdk.client import GenericEnvClient
 
@@ -51,7 +51,7 @@ def grader(private_hidden: Path) -> Any:
 @pytest.fixture(scope="session")
 def coding_server(served_dir: Path) -> Iterator[GenericEnvClient]:
     """One `openenv serve` of the served folder for the whole run (started by a client with
-    `env_dir=`); tests open more sessions on it with `GenericEnvClient(owner.base_url)`."""
+    `env_dir=`); tests open more sessions on it with `coding_support.connect(owner)`."""
     with GenericEnvClient(env_dir=served_dir, startup_timeout_s=90) as owner:
         yield owner
 
@@ -59,6 +59,5 @@ def coding_server(served_dir: Path) -> Iterator[GenericEnvClient]:
 @pytest.fixture
 def session(coding_server: GenericEnvClient) -> Iterator[GenericEnvClient]:
     """A fresh session (episode not started yet) on the shared server."""
-    assert coding_server.base_url is not None
-    with GenericEnvClient(coding_server.base_url) as client:
+    with connect(coding_server) as client:
         yield client

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from coding_support import CODING_DIR, coding_env, reference, tool_text
+from coding_support import CODING_DIR, coding_env, connect, reference, tool_text
 
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.rubric import grade
@@ -46,13 +46,13 @@ def _null_attempt(env: GenericEnvClient, task_id: str) -> None:
 ATTEMPTS = {"reference": (_reference_attempt, 1.0), "null": (_null_attempt, 0.0)}
 
 
-def _replay(base_url: str, grader: Any, jobs: list[tuple[str, str]]) -> list[tuple[str, str, Any]]:
+def _replay(owner: GenericEnvClient, grader: Any, jobs: list[tuple[str, str]]) -> list[tuple[str, str, Any]]:
     """Run `jobs` ((task_id, attempt) pairs) on THREADS sessions at once; one client per thread."""
     chunks = [jobs[i::THREADS] for i in range(THREADS)]
 
     def worker(chunk: list[tuple[str, str]]) -> list[tuple[str, str, Any]]:
         out = []
-        with GenericEnvClient(base_url) as env:
+        with connect(owner) as env:
             for task_id, attempt in chunk:
                 ATTEMPTS[attempt][0](env, task_id)
                 out.append((task_id, attempt, grade(grader, env)))
@@ -88,8 +88,7 @@ def _check(results: list[tuple[str, str, Any]], difficulty: str) -> None:
 def test_every_reference_scores_one_and_every_null_attempt_zero(
     coding_server: GenericEnvClient, grader: Any, difficulty: str
 ) -> None:
-    assert coding_server.base_url is not None
-    _check(_replay(coding_server.base_url, grader, _jobs(difficulty)), difficulty)
+    _check(_replay(coding_server, grader, _jobs(difficulty)), difficulty)
 
 
 @pytest.mark.parametrize("how", ["empty file", "no file"])
@@ -122,8 +121,7 @@ def image_server(coding_image: str) -> Iterator[GenericEnvClient]:
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_container_replay(image_server: GenericEnvClient, grader: Any, difficulty: str) -> None:
-    assert image_server.base_url is not None
-    _check(_replay(image_server.base_url, grader, _jobs(difficulty)), difficulty)
+    _check(_replay(image_server, grader, _jobs(difficulty)), difficulty)
 
 
 def test_container_holds_no_hidden_data_and_isolates_commands(image_server: GenericEnvClient) -> None:

@@ -59,5 +59,5 @@ def test_bad_configuration(limit, window):
 
 def test_many_requests():
     rl = RateLimiter(100, 1000)
-    allowed = sum(rl.allow("a", i) for i in range(100_000))
-    assert allowed == 10_000
+    allowed = sum(rl.allow("a", i) for i in range(10_000))
+    assert allowed == 1_000
