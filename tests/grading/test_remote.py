@@ -507,7 +507,9 @@ DRIVER = textwrap.dedent(
 )
 
 
-def _hidden_runs(tmp_path: Path, variant: str, deselect: tuple[str, ...]) -> dict[str, list[int]]:
+def _start_hidden_runs(root: Path, variant: str, deselect: tuple[str, ...]) -> subprocess.Popen[str]:
+    """One trusted pytest process (`-I`, the plugin, no conftest) that runs every task's hidden tests
+    against its reference or its stub, one `pytest.main` per task."""
     import shutil
 
     import yaml
@@ -516,7 +518,7 @@ def _hidden_runs(tmp_path: Path, variant: str, deselect: tuple[str, ...]) -> dic
     for task_file in sorted((CODING / "tasks").glob("*.yaml")):
         task = yaml.safe_load(task_file.read_text(encoding="utf-8"))
         hidden = CODING / "hidden" / task["id"]
-        trusted, sol = tmp_path / variant / task["id"] / "tests", tmp_path / variant / task["id"] / "sol"
+        trusted, sol = root / variant / task["id"] / "tests", root / variant / task["id"] / "sol"
         trusted.mkdir(parents=True)
         sol.mkdir()
         for test in hidden.glob("test_*.py"):
@@ -534,31 +536,40 @@ def _hidden_runs(tmp_path: Path, variant: str, deselect: tuple[str, ...]) -> dic
         for node in deselect:
             args += ["--deselect", str(trusted / node)]
         runs.append({"task": task["id"], "args": args})
-    run = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-I", "-c", DRIVER, json.dumps(runs)],
-        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
     )  # fmt: skip
-    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULTS ")]
-    assert lines, run.stdout[-3000:] + run.stderr[-3000:]
+
+
+def _results(process: subprocess.Popen[str]) -> dict[str, list[int]]:
+    stdout, stderr = process.communicate(timeout=600)
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULTS ")]
+    assert lines, stdout[-3000:] + stderr[-3000:]
     return json.loads(lines[-1][len("RESULTS ") :])
 
 
 @pytest.fixture(scope="module")
-def slow_deselected() -> tuple[str, ...]:
+def hidden_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[int]]]:
+    """Each task's [exit code, passed, failed] with its reference and with its stub (both variants
+    run at once, in two trusted pytest processes)."""
     import os
 
-    return () if os.environ.get("OPENENV_GRADING_SLOW") == "1" else SLOW_TESTS
+    deselect = () if os.environ.get("OPENENV_GRADING_SLOW") == "1" else SLOW_TESTS
+    root = tmp_path_factory.mktemp("hidden")
+    processes = {variant: _start_hidden_runs(root, variant, deselect) for variant in ("reference", "stub")}
+    return {variant: _results(process) for variant, process in processes.items()}
 
 
-def test_every_tasks_hidden_tests_pass_with_the_reference(tmp_path: Path, slow_deselected: tuple[str, ...]) -> None:
-    results = _hidden_runs(tmp_path, "reference", slow_deselected)
+def test_every_tasks_hidden_tests_pass_with_the_reference(hidden_results: dict[str, dict[str, list[int]]]) -> None:
+    results = hidden_results["reference"]
     assert len(results) == len(list((CODING / "tasks").glob("*.yaml"))) >= 50
     failing = {task: r for task, r in results.items() if r[0] != 0 or r[2] or not r[1]}
     assert not failing
 
 
-def test_every_tasks_hidden_tests_fail_with_the_stub(tmp_path: Path, slow_deselected: tuple[str, ...]) -> None:
-    results = _hidden_runs(tmp_path, "stub", slow_deselected)
+def test_every_tasks_hidden_tests_fail_with_the_stub(hidden_results: dict[str, dict[str, list[int]]]) -> None:
+    results = hidden_results["stub"]
     assert len(results) >= 50
     passing = {task: r for task, r in results.items() if r[0] != 1 or not r[2]}
     assert not passing
