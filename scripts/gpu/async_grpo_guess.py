@@ -1,0 +1,332 @@
+"""TRL's AsyncGRPOTrainer on ONE GPU with our EnvRolloutWorker, a vLLM server and the guessing game.
+
+    python3 scripts/gpu/async_grpo_guess.py --model-dir /tmp/smollm2 --vllm-url http://127.0.0.1:8000 --out $OUT
+
+The vLLM server (scripts/gpu/serve-vllm.sh: VLLM_SERVER_DEV_MODE=1, --logprobs-mode processed_logprobs,
+a small --gpu-memory-utilization) runs on the same GPU. This script:
+
+1. loads SmolLM2-135M-Instruct from --model-dir, gives it the tool-calling template and runs a short
+   SFT warm-up on randomly played games (format only, see openenv_trainers.guess_task); saves it;
+2. serves examples/guess in a local process (EnvSource(env_dir=...), i.e. `openenv serve`);
+3. trains with AsyncGRPOTrainer(rollout_worker=EnvRolloutWorker(... CompletionsClient(vLLM) ...),
+   weight_transfer=VLLMReloadWeightTransfer(...)), tree attention on SDPA (no FA3 kernel here);
+4. around every --probe-every-th weight sync, samples probe completions from vLLM and compares their
+   logprobs with the trainer's forward pass at every sampled (mask-1) position, before the sync
+   (server one version behind) and after it (same weights);
+5. writes run.json (per-step logs, throughput, sync timings, probes) and reward_curve.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "trainers")]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+warnings.filterwarnings("ignore")
+
+
+def log(*a):
+    print(f"[{time.strftime('%H:%M:%S')}]", *a, flush=True)
+
+
+class CountingBackend:
+    """Wraps a backend; counts requests, sampled tokens and generation seconds."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.requests = 0
+        self.tokens = 0
+
+    async def agenerate(self, prompt, params):
+        c = await self.inner.agenerate(prompt, params)
+        self.requests += 1
+        self.tokens += len(c.token_ids)
+        return c
+
+    def generate(self, prompts, params):
+        return self.inner.generate(prompts, params)
+
+    def check_server(self):
+        if hasattr(self.inner, "check_server"):
+            self.inner.check_server()
+
+    async def aclose(self):
+        return await self.inner.aclose()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model-dir", default="/tmp/smollm2")
+    p.add_argument("--vllm-url", default="http://127.0.0.1:8000")
+    p.add_argument("--out", default=os.environ.get("OUT", "async-grpo-out"))
+    p.add_argument("--work", default="/tmp/agrpo")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--warmup-steps", type=int, default=30)
+    p.add_argument("--warmup-lr", type=float, default=5e-5)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--num-generations", type=int, default=8)
+    p.add_argument("--grad-accum", type=int, default=4)
+    p.add_argument("--token-budget", type=int, default=4096)
+    p.add_argument("--max-staleness", type=int, default=2)
+    p.add_argument("--inflight", type=int, default=64)
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--probe-every", type=int, default=5)
+    p.add_argument("--time-limit-s", type=float, default=0, help="stop training after this many seconds (0: off)")
+    p.add_argument("--smoke", action="store_true",
+                   help="CPU wiring check without vLLM: generation by a second in-process copy of the policy, "
+                        "weights copied into it at each sync")
+    args = p.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.monotonic()
+
+    import torch
+    import transformers
+    import trl
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+
+    from openenv_trainers import EnvRolloutWorker, EnvSource, WorkerConfig
+    from openenv_trainers.chat import tool_schemas, use_tool_chat_template
+    from openenv_trainers.episode import EpisodeConfig
+    from openenv_trainers.generation import CompletionsClient
+    from openenv_trainers.generation.base import SamplingParams
+    from openenv_trainers.guess_task import ENV_DIR, guess_messages, guess_rows, warmup_conversations
+    from openenv_trainers.tree_attention import use_sdpa_tree_attention
+    from openenv_trainers.vllm_sync import VLLMReloadWeightTransfer
+    from openenv_trainers.warmup import assistant_labels, sft_warmup
+
+    cuda = not args.smoke
+    versions = {"torch": torch.__version__, "cuda": torch.version.cuda, "transformers": transformers.__version__,
+                "trl": trl.__version__, "gpu": torch.cuda.get_device_name(0) if cuda else "cpu",
+                "python": sys.version.split()[0]}
+    try:
+        import importlib.metadata as md
+        versions["vllm"] = md.version("vllm")
+    except Exception:  # noqa: BLE001
+        pass
+    log("versions", versions)
+
+    # 1. the environment (local process) and its tools
+    source = EnvSource(env_dir=ENV_DIR)
+    source.start()
+    tools = tool_schemas(source.tools())
+    log("environment up:", source, [t["function"]["name"] for t in tools])
+
+    # 2. tokenizer + SFT warm-up (format only), saved as the initial policy
+    tokenizer = use_tool_chat_template(AutoTokenizer.from_pretrained(args.model_dir))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    init_dir = work / "policy-init"
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.float32, attn_implementation="eager")
+    model = model.cuda() if cuda else model
+    examples = [assistant_labels(tokenizer, conv, tools=tools) for conv in warmup_conversations(64)]
+    t = time.monotonic()
+    losses = sft_warmup(model, tokenizer, examples, steps=args.warmup_steps, lr=args.warmup_lr, batch_size=8) if args.warmup_steps else []
+    warmup_s = time.monotonic() - t
+    log(f"warm-up: {len(losses)} SFT steps in {warmup_s:.1f} s, loss {losses[0] if losses else 0:.3f} -> {losses[-1] if losses else 0:.3f}")
+    model.config.use_cache = True
+    model.save_pretrained(init_dir)
+    tokenizer.save_pretrained(init_dir)
+    del model
+    if cuda:
+        torch.cuda.empty_cache()
+
+    # 3. worker, weight transfer, trainer
+    if cuda:
+        backend = CountingBackend(CompletionsClient(args.vllm_url, timeout_s=300))
+    else:
+        from openenv_trainers import TransformersBackend
+
+        gen_model = AutoModelForCausalLM.from_pretrained(init_dir, dtype=torch.float32).eval()
+        backend = CountingBackend(TransformersBackend(gen_model, pad_token_id=tokenizer.pad_token_id))
+    rows = guess_rows(4096, seed=0)
+    worker = EnvRolloutWorker(
+        sources=source, backend=backend, tokenizer=tokenizer, tasks=rows,
+        config=WorkerConfig(
+            num_generations=args.num_generations, max_inflight_episodes=args.inflight, buffer_size=512,
+            max_staleness=args.max_staleness,
+            episode=EpisodeConfig(sampling=SamplingParams(max_tokens=48, temperature=args.temperature),
+                                  max_turns=7, max_completion_tokens=640),
+            episode_timeout_s=120,
+        ),
+    )
+    totals = {"episodes": 0, "env_s": 0.0, "episode_s": 0.0, "generation_s": 0.0, "reward_sum": 0.0}
+    episode_log: list[dict] = []
+    push = worker._push_episode_metrics
+
+    def push_and_count(episodes):
+        for e in episodes:
+            totals["episodes"] += 1
+            totals["env_s"] += e.env_latency_s
+            totals["episode_s"] += e.duration_s
+            totals["generation_s"] += e.generation_s
+            totals["reward_sum"] += e.reward
+            episode_log.append({"t": time.monotonic() - t_train0[0] if t_train0 else 0.0, "reward": e.reward,
+                                "turns": e.turns, "tool_calls": e.tool_calls, "solved": e.reward_components.get("solved", math.nan)})
+        return push(episodes)
+
+    worker._push_episode_metrics = push_and_count
+    t_train0: list[float] = []
+
+    probes: list[dict] = []
+    probe_prompt = tokenizer.apply_chat_template(guess_messages(), tools=tools, add_generation_prompt=True,
+                                                 tokenize=True, return_dict=False)
+    holder: dict = {}
+    sync_count = [0]
+
+    def probe(tag: str) -> None:
+        n_sync = sync_count[0]
+        if not (n_sync == 0 or n_sync % args.probe_every == 0):
+            return
+        trainer = holder.get("trainer")
+        if trainer is None:
+            return
+        t0 = time.perf_counter()
+        params = SamplingParams(max_tokens=48, temperature=args.temperature, stop_token_ids=(tokenizer.eos_token_id,))
+        comps = backend.inner.generate([probe_prompt] * 8, params)
+        m = trainer.accelerator.unwrap_model(trainer.model)
+        diffs = []
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+        with torch.no_grad(), autocast:
+            for c in comps:
+                ids = list(probe_prompt) + list(c.token_ids)
+                n = len(ids)
+                dev = next(m.parameters()).device
+                x = torch.tensor([ids], device=dev)
+                labels = torch.tensor([ids[1:] + [-100]], device=dev)
+                o = m(input_ids=x, position_ids=torch.arange(n, device=dev)[None], shift_labels=labels, fused_lm_head=True,
+                      tree_kv_index=torch.arange(n, device=dev), tree_cu_seqlens_q=torch.tensor([0, n], dtype=torch.int32, device=dev),
+                      tree_cu_seqlens_k=torch.tensor([0, n], dtype=torch.int32, device=dev), tree_max_seqlen_q=n, tree_max_seqlen_k=n)
+                lp = o.log_probs.flatten().float()
+                start = len(probe_prompt)
+                mine = lp[start - 1 : n - 1].cpu()
+                diffs.append((mine - torch.tensor(c.logprobs)).abs())
+        d = torch.cat(diffs)
+        rec = {"sync": n_sync, "when": tag, "model_version": getattr(trainer, "model_version", -1), "tokens": int(d.numel()),
+               "mean_abs_diff": float(d.mean()), "max_abs_diff": float(d.max()), "seconds": time.perf_counter() - t0}
+        probes.append(rec)
+        log("logprob probe", rec)
+
+    def before():
+        probe("before_sync")
+
+    def after():
+        probe("after_sync")
+        sync_count[0] += 1
+
+    if cuda:
+        transfer = VLLMReloadWeightTransfer(args.vllm_url, folder="/dev/shm/openenv-policy", dtype="bfloat16",
+                                            before_sync=before, after_sync=after)
+    else:
+        class InProcessTransfer:  # the smoke test's stand-in: copy the weights into the generating copy
+            timings: list = []
+
+            def init_weight_transfer(self):
+                pass
+
+            def pause(self):
+                before()
+
+            def send_weights(self, iterator):
+                t0 = time.perf_counter()
+                params = dict(gen_model.named_parameters())
+                with torch.no_grad():
+                    for name, tensor in iterator:
+                        params[name].copy_(tensor)
+                self.timings.append({"copy_s": time.perf_counter() - t0})
+
+            def resume(self):
+                after()
+
+            def destroy(self):
+                pass
+
+        transfer = InProcessTransfer()
+
+    step_log: list[dict] = []
+
+    class Recorder(TrainerCallback):
+        def __init__(self):
+            self.t_last = None
+
+        def on_train_begin(self, a, state, control, **kw):
+            t_train0.append(time.monotonic())
+
+        def on_step_end(self, a, state, control, **kw):
+            now = time.monotonic()
+            rec = {"step": state.global_step, "t": now - t_train0[0], "episodes": totals["episodes"],
+                   "sampled_tokens": backend.tokens, "env_s": totals["env_s"], "episode_s": totals["episode_s"]}
+            step_log.append(rec)
+            if args.time_limit_s and now - t_train0[0] > args.time_limit_s:
+                control.should_training_stop = True
+
+        def on_log(self, a, state, control, logs=None, **kw):
+            if logs:
+                step_log.append({"step": state.global_step, "logs": {k: v for k, v in logs.items() if isinstance(v, (int, float))}})
+                keys = ["reward", "worker/reward_mean", "perf/weight_sync_s", "kl", "ratio"]
+                log(f"step {state.global_step}", {k: round(logs[k], 4) for k in keys if k in logs})
+
+    use_sdpa_tree_attention()
+    if not cuda:  # TRL reads the GPU's peak FLOP/s for its MFU metric; the CPU smoke check has none
+        import trl.experimental.async_grpo.async_grpo_trainer as agt
+
+        agt.get_peak_flops_per_device = lambda *a, **k: 1e12
+    config = AsyncGRPOConfig(
+        output_dir=str(work / "trainer"), max_steps=args.steps, learning_rate=args.lr,
+        per_device_train_batch_size=8, gradient_accumulation_steps=args.grad_accum, token_budget=args.token_budget,
+        num_generations=args.num_generations, max_completion_length=640, temperature=args.temperature,
+        max_staleness=args.max_staleness, vllm_server_base_url=args.vllm_url, logging_steps=1, report_to=[],
+        save_strategy="no", bf16=cuda, use_cpu=not cuda, dtype="float32", heartbeat_stale_after_s=300, lr_scheduler_type="constant",
+    )
+    from datasets import Dataset
+
+    # The worker draws its own tasks (`rows`); TRL wants a dataset anyway (it only sizes epochs with it,
+    # and max_steps > 0 turns that off), so it gets a placeholder.
+    placeholder = Dataset.from_dict({"prompt": [guess_messages()] * 8})
+    trainer = AsyncGRPOTrainer(model=str(init_dir), args=config, train_dataset=placeholder, processing_class=tokenizer,
+                               rollout_worker=worker, weight_transfer=transfer, callbacks=[Recorder()])
+    use_sdpa_tree_attention()
+    holder["trainer"] = trainer
+    log(f"trainer built ({time.monotonic() - t_start:.0f} s since start); attention:",
+        trainer.model.config._attn_implementation)
+    t = time.monotonic()
+    error = None
+    try:
+        trainer.train()
+    except Exception as e:  # noqa: BLE001 - reported in run.json
+        import traceback
+        traceback.print_exc()
+        error = repr(e)
+    train_s = time.monotonic() - t
+    worker_counters = dict(worker.counters)
+    try:
+        worker.stop()
+    except Exception:  # noqa: BLE001
+        pass
+    result = {
+        "versions": versions, "args": vars(args), "error": error, "train_s": train_s, "warmup_s": warmup_s,
+        "warmup_losses": losses, "totals": totals, "sampled_tokens": backend.tokens, "requests": backend.requests,
+        "worker_counters": worker_counters, "sync_timings": transfer.timings, "probes": probes, "steps": step_log,
+        "episodes": episode_log, "gpu_mem_peak_trainer_gb": torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0,
+    }
+    (out / "run.json").write_text(json.dumps(result, indent=1, default=str))
+    log("done; train_s", round(train_s, 1), "episodes", totals["episodes"], "sampled tokens", backend.tokens,
+        "error", error)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Summarise a run.json of async_grpo_guess.py: the figures for docs/training.md and the reward plot.
+
+    python scripts/gpu/plot_run.py run.json docs/img/async_grpo_guess_reward.png
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+
+
+def summarise(run: dict) -> dict:
+    logs = [s for s in run["steps"] if "logs" in s]
+    marks = [s for s in run["steps"] if "logs" not in s]
+    per_step = {}
+    for s in logs:
+        per_step.setdefault(s["step"], {}).update(s["logs"])
+    steps = sorted(per_step)
+    reward_key = "reward" if any("reward" in per_step[k] for k in steps) else "worker/reward_mean"
+    rewards = [(k, per_step[k][reward_key]) for k in steps if reward_key in per_step[k]]
+    step_times = [b["t"] - a["t"] for a, b in zip(marks, marks[1:])]
+    t_total = marks[-1]["t"] if marks else float("nan")
+    episodes = marks[-1]["episodes"] - marks[0]["episodes"] if len(marks) > 1 else 0
+    toks = marks[-1]["sampled_tokens"] - marks[0]["sampled_tokens"] if len(marks) > 1 else 0
+    span = marks[-1]["t"] - marks[0]["t"] if len(marks) > 1 else float("nan")
+    totals = run["totals"]
+    syncs = run["sync_timings"]
+    out = {
+        "reward_key": reward_key,
+        "rewards": rewards,
+        "steps": len(marks),
+        "train_s": run["train_s"],
+        "step_time_mean_s": statistics.mean(step_times) if step_times else math.nan,
+        "step_time_median_s": statistics.median(step_times) if step_times else math.nan,
+        "episodes_per_s": episodes / span if span else math.nan,
+        "sampled_tokens_per_s": toks / span if span else math.nan,
+        "episodes_total": totals["episodes"],
+        "sampled_tokens_total": run["sampled_tokens"],
+        "env_share_of_episode_time": totals["env_s"] / totals["episode_s"] if totals["episode_s"] else math.nan,
+        "env_s_per_step": (marks[-1]["env_s"] - marks[0]["env_s"]) / max(len(marks) - 1, 1) if len(marks) > 1 else math.nan,
+        "sync": {k: statistics.median([t[k] for t in syncs if k in t]) for k in (syncs[0] if syncs else {})},
+        "sync_n": len(syncs),
+        "probes": run["probes"],
+        "worker_counters": run["worker_counters"],
+    }
+    for key in ("kl", "ratio", "perf/weight_sync_s", "entropy"):
+        vals = [per_step[k][key] for k in steps if key in per_step[k]]
+        if vals:
+            out[f"{key}_mean"] = statistics.mean(vals)
+    return out
+
+
+def plot(run: dict, summary: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [k for k, _ in summary["rewards"]]
+    ys = [v for _, v in summary["rewards"]]
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=120)
+    ax.plot(xs, ys, marker="o", ms=3, lw=1, label="mean reward of the step's samples")
+    if len(ys) >= 5:
+        w = 5
+        ma = [statistics.mean(ys[max(0, i - w + 1): i + 1]) for i in range(len(ys))]
+        ax.plot(xs, ma, lw=2, label="moving average (5 steps)")
+    ax.set_xlabel("AsyncGRPOTrainer step")
+    ax.set_ylabel("reward (host-side grader)")
+    gpu = run["versions"].get("gpu", "")
+    ax.set_title(f"SmolLM2-135M, guessing game, async GRPO with vLLM on one {gpu}", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+if __name__ == "__main__":
+    run = json.load(open(sys.argv[1]))
+    summary = summarise(run)
+    print(json.dumps({k: v for k, v in summary.items() if k != "rewards"}, indent=1, default=str))
+    print("rewards:", [(k, round(v, 3)) for k, v in summary["rewards"]])
+    if len(sys.argv) > 2:
+        plot(run, summary, sys.argv[2])
