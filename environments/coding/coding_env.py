@@ -36,6 +36,7 @@ import base64
 import difflib
 import json
 import os
+import pwd
 import random
 import secrets
 import shutil
@@ -491,7 +492,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
             bin_dir = sandbox.make_dir("bin", writable=False)
             for name, args in (("python", ""), ("python3", ""), ("pytest", " -m pytest")):
                 launcher = bin_dir / name
-                launcher.write_text(f'#!/bin/sh\nexec {PYTHON}{args} "$@"\n', encoding="utf-8")
+                launcher.write_text(f'#!/bin/sh\nexec {_python_of(sandbox)}{args} "$@"\n', encoding="utf-8")
                 launcher.chmod(0o755)
             for name, text in task.files.items():
                 top = sandbox.workspace / _check_relative(name).parts[0]
@@ -514,7 +515,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
             max_output_bytes=max_output_bytes or s.max_output_bytes,
             memory_bytes=s.memory_bytes,
             max_processes=s.max_processes,
-            sandbox_user=s.user,
+            sandbox_user=_existing_user(s.user),
         )
 
     def _run(
@@ -560,7 +561,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         if not sandbox.workspace.is_dir():
             return "missing (its folder is gone)", None
         result = sandbox.run(
-            [PYTHON, "-I", "-S", "-c", _READER, name, str(MAX_FILE_BYTES)],
+            [_python_of(sandbox), "-I", "-S", "-c", _READER, name, str(MAX_FILE_BYTES)],
             env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
             limits=SandboxLimits(timeout_s=30, max_output_bytes=2 * MAX_FILE_BYTES + 1024, max_processes=None),
         )
@@ -611,10 +612,31 @@ def _trusted_pytest_argv(
     return [
         PYTHON, "-I", "-m", "pytest", "-p", "openenv_sdk.grading.pytest_remote",
         "--remote-modules", task.solution_file.removesuffix(".py"), "--remote-dir", str(worker.workspace),
-        "--remote-spawn-prefix", json.dumps(prefix), "--remote-python", PYTHON,
+        "--remote-spawn-prefix", json.dumps(prefix), "--remote-python", _python_of(worker),
         "--remote-timeout", f"{call_timeout_s:g}", "-c", "pytest.ini", "--rootdir", ".", "-p", "no:cacheprovider",
         *pytest_args,
     ]  # fmt: skip
+
+
+def _python_of(sandbox: Sandbox) -> str:
+    """The interpreter commands in `sandbox` run: this server's, which the sandbox mounts. With
+    the operator's opt-out as root, the sandbox user may not reach it (a runtime under /root):
+    then the system's `python3` (the reader and the grading worker need only the standard
+    library; the agent's `pytest` needs it installed there)."""
+    if sandbox.isolation is Isolation.BWRAP or not sandbox.privileged:
+        return PYTHON
+    return shutil.which("python3", path=SYSTEM_PATH) or PYTHON
+
+
+@cache
+def _existing_user(preferred: str) -> str:
+    """The manifest's sandbox user, or `nobody` where it does not exist (it matters only with the
+    operator's opt-out, where commands run as that user without namespaces)."""
+    try:
+        pwd.getpwnam(preferred)
+    except KeyError:
+        return "nobody"
+    return preferred
 
 
 def _read_back(directory: Path, name: str) -> str | None:
