@@ -146,11 +146,13 @@ def refused(score: Any) -> None:
 
 
 def test_control_the_reference_scores_one(session: GenericEnvClient, grader: Any) -> None:
+    """Control: the task's reference solution scores 1.0 (grading works)."""
     score = graded(session, grader, REFERENCE)
     assert score.value == 1.0 and score.components == {"all_passed": 1.0, "partial": 1.0}, score.evidence
 
 
 def test_control_the_stub_scores_zero(session: GenericEnvClient, grader: Any) -> None:
+    """Control: the untouched stub scores 0.0."""
     refused(graded(session, grader, STUB))
 
 
@@ -219,6 +221,7 @@ _FORGERIES = {
 
 @pytest.mark.parametrize("attack", list(_FORGERIES))
 def test_a_solution_cannot_forge_its_grade(session: GenericEnvClient, grader: Any, attack: str) -> None:
+    """A solution patches pytest, exits at import, fakes passes, writes a report, rewrites or kills the tests."""
     refused(graded(session, grader, _FORGERIES[attack] + STUB))
 
 
@@ -240,10 +243,12 @@ _PLANTED_CONFIG = {
 
 @pytest.mark.parametrize("planted", list(_PLANTED_CONFIG))
 def test_planted_config_and_startup_files_are_ignored(session: GenericEnvClient, grader: Any, planted: str) -> None:
+    """conftest.py, pytest.ini, setup.cfg, tox.ini, pyproject.toml, .pth, *customize.py or a fake test planted."""
     refused(graded(session, grader, STUB, **{planted: _PLANTED_CONFIG[planted]}))
 
 
 def test_pth_and_customize_files_in_the_solution_folder_do_not_run(session: GenericEnvClient, grader: Any) -> None:
+    """.pth and site/usercustomize.py beside the solution neither forge a pass nor break a right one."""
     # They work for the agent's own python... (site runs them from site-packages only; the
     # solution's folder is never one)...
     planted = {name: text for name, text in _PLANTED_CONFIG.items() if name.endswith((".pth", "customize.py"))}
@@ -269,10 +274,12 @@ LYING_EQ = (
 
 
 def test_an_object_with_a_lying_eq_does_not_pass(session: GenericEnvClient, grader: Any) -> None:
+    """The solution returns an object whose __eq__ always says yes."""
     refused(graded(session, grader, LYING_EQ))
 
 
 def test_a_str_subclass_with_a_lying_eq_does_not_pass(session: GenericEnvClient, grader: Any) -> None:
+    """The solution returns str and list subclasses whose __eq__ always says yes."""
     source = (
         "class S(str):\n"
         "    def __eq__(self, other):\n        return True\n"
@@ -309,6 +316,7 @@ def test_remote_objects_answer_eq_ne_hash_here():
 
 
 def test_remote_objects_never_forward_eq_ne_or_hash(session: GenericEnvClient) -> None:
+    """Two remote objects compared with ==, != and hash() never ask the solution."""
     session.reset(task_id="fizzbuzz")
     write(session, "solution.py", _LIAR)
     run = session.call("run_checks", files={"test_liar.py": _LIAR_TEST}, pytest_args=["-q", "test_liar.py"])
@@ -316,6 +324,7 @@ def test_remote_objects_never_forward_eq_ne_or_hash(session: GenericEnvClient) -
 
 
 def test_an_endless_loop_at_import_scores_zero_in_bounded_time(session: GenericEnvClient) -> None:
+    """An endless loop at import: score 0 within the grader's time limit, the session goes on."""
     strict = GRADER.CodingGrader(timeout_s=12.0, test_timeout_s=2.0)
     started = time.monotonic()
     score = graded(session, strict, "while True:\n    pass\n" + REFERENCE)
@@ -325,6 +334,7 @@ def test_an_endless_loop_at_import_scores_zero_in_bounded_time(session: GenericE
 
 
 def test_the_worker_cannot_read_the_reference_or_the_tests(session: GenericEnvClient, grader: Any) -> None:
+    """At grading time, the solution looks for the reference and the hidden tests to run them."""
     # A solution that, at import, looks everywhere for the reference or the hidden tests and
     # would use the reference if it found one.
     source = (
@@ -353,6 +363,7 @@ def test_the_worker_cannot_read_the_reference_or_the_tests(session: GenericEnvCl
 
 
 def test_hidden_files_unreadable_by_path(session: GenericEnvClient) -> None:
+    """run_shell cats the hidden tests and the reference by their host paths."""
     session.reset(task_id="fizzbuzz")
     out = shell(
         session,
@@ -364,6 +375,7 @@ def test_hidden_files_unreadable_by_path(session: GenericEnvClient) -> None:
 
 
 def test_hidden_files_not_found_by_searching(session: GenericEnvClient) -> None:
+    """run_shell searches the whole file system for the hidden tests and the reference."""
     session.reset(task_id="fizzbuzz")
     marker = "test_zero_and_negative"  # a name only the hidden tests hold
     out = shell(
@@ -376,7 +388,8 @@ def test_hidden_files_not_found_by_searching(session: GenericEnvClient) -> None:
     assert out.endswith("searched\n[exit code 0]"), out
     # The system and the Python runtime are mounted read-only from the host; everything else is grepped.
     roots = " ".join(f"/{entry}" for entry in ("tmp", "home", "root", "work", "srv", "opt", "var", "mnt", "run"))
-    found = shell(session, f"grep -rls {marker} {roots} --exclude-dir=site-packages 2>/dev/null; echo searched", timeout_s=30)
+    grep = f"grep -rls {marker} {roots} --exclude-dir=site-packages 2>/dev/null; echo searched"
+    found = shell(session, grep, timeout_s=30)
     assert found.endswith("searched\n[exit code 0]") and marker not in found, found
     leaks = ("test_fizzbuzz.py", "expected_tests.json", "coding_env.py", "/hidden/")
     assert [line for line in out.splitlines() if any(leak in line for leak in leaks)] == []
@@ -386,6 +399,7 @@ def test_hidden_files_not_found_by_searching(session: GenericEnvClient) -> None:
 
 
 def test_another_sessions_workspace_by_path(session: GenericEnvClient, other: GenericEnvClient) -> None:
+    """One session reads and writes another's workspace by its path."""
     session.reset(task_id="fizzbuzz")
     other.reset(task_id="fizzbuzz")
     write(session, "notes.txt", "secret-of-a\n")
@@ -398,6 +412,7 @@ def test_another_sessions_workspace_by_path(session: GenericEnvClient, other: Ge
 
 
 def test_another_sessions_workspace_through_proc_cwd(session: GenericEnvClient, other: GenericEnvClient) -> None:
+    """One session reads and writes another's workspace through /proc/<pid>/cwd of its running command."""
     session.reset(task_id="fizzbuzz")
     other.reset(task_id="fizzbuzz")
     write(session, "notes.txt", "secret-of-a\n")
@@ -416,6 +431,7 @@ def test_another_sessions_workspace_through_proc_cwd(session: GenericEnvClient, 
 
 
 def test_kill_all_reaches_no_other_session(session: GenericEnvClient, other: GenericEnvClient) -> None:
+    """kill -9 -1 in one session while another's command runs."""
     session.reset(task_id="fizzbuzz")
     other.reset(task_id="fizzbuzz")
     thread, box = in_background(lambda: shell(session, "sleep 3; echo finished"))
@@ -442,6 +458,7 @@ while time.time() < end:
 
 
 def test_a_setsid_watcher_dies_with_its_command(server: GenericEnvClient) -> None:
+    """A `setsid env -i python3 w.py &` watcher outlives its command and overwrites a later session's files."""
     first = _client(server)
     first.reset(task_id="fizzbuzz")
     write(first, "w.py", _WATCHER)
@@ -463,6 +480,7 @@ def test_a_setsid_watcher_dies_with_its_command(server: GenericEnvClient) -> Non
 
 
 def test_the_servers_api_is_unreachable_from_run_python(session: GenericEnvClient) -> None:
+    """run_python connects to the server's API on 127.0.0.1 (and localhost, ::1)."""
     session.reset(task_id="fizzbuzz")
     assert session.base_url is not None
     port = int(session.base_url.rsplit(":", 1)[1])
@@ -483,7 +501,10 @@ def test_the_servers_api_is_unreachable_from_run_python(session: GenericEnvClien
     assert "REACHED" not in out and "healthy" not in out and "no http" in out, out
 
 
-def test_the_servers_environment_is_unreadable(session: GenericEnvClient, server: GenericEnvClient, canary: str) -> None:
+def test_the_servers_environment_is_unreadable(
+    session: GenericEnvClient, server: GenericEnvClient, canary: str
+) -> None:
+    """A command reads the server's environment (/proc/<server pid>/environ) for a secret."""
     session.reset(task_id="fizzbuzz")
     pid = server.provider.pid  # type: ignore[union-attr]
     assert pid and canary in Path(f"/proc/{pid}/environ").read_text(errors="replace")  # the secret is there
@@ -495,6 +516,7 @@ def test_the_servers_environment_is_unreadable(session: GenericEnvClient, server
 
 
 def test_the_session_folder_is_removed_on_close(server: GenericEnvClient) -> None:
+    """A session leaves files (unreadable ones included) and a background process behind at close."""
     client = _client(server)
     client.reset(task_id="fizzbuzz")
     shell(client, "mkdir -p deep/er && echo x > deep/er/file && chmod 000 deep/er; sleep 30 & true")
@@ -505,6 +527,7 @@ def test_the_session_folder_is_removed_on_close(server: GenericEnvClient) -> Non
 
 
 def test_a_killed_servers_session_folders_are_removed_by_the_next(tmp_path: Path) -> None:
+    """The server is killed with kill -9: its session folders are removed by the next server."""
     isolation_mode()
     base = tmp_path / "sessions"
     env = {"OPENENV_CODING_WORKDIR": str(base)}
@@ -516,7 +539,8 @@ def test_a_killed_servers_session_folders_are_removed_by_the_next(tmp_path: Path
         os.kill(crashed.pid, 9)  # type: ignore[arg-type]
         assert wait_for(lambda: not crashed.is_alive())
         assert root.is_dir()  # a kill -9 leaves it...
-    with GenericEnvClient(provider=LocalProcessProvider(CODING_DIR, env=env, startup_timeout_s=90), timeout_s=90) as fresh:
+    restarted = LocalProcessProvider(CODING_DIR, env=env, startup_timeout_s=90)
+    with GenericEnvClient(provider=restarted, timeout_s=90) as fresh:
         fresh.reset(task_id="fizzbuzz")  # ...and the next server's first session removes it
         assert wait_for(lambda: not root.exists()), f"{root} left behind"
 
