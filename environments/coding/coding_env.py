@@ -495,11 +495,11 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
                 launcher.write_text(f'#!/bin/sh\nexec {_python_of(sandbox)}{args} "$@"\n', encoding="utf-8")
                 launcher.chmod(0o755)
             for name, text in task.files.items():
-                top = sandbox.workspace / _check_relative(name).parts[0]
                 target = sandbox.workspace / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
-                sandbox.give(top)
+            for top in {_check_relative(name).parts[0] for name in task.files}:
+                sandbox.give(sandbox.workspace / top)  # the files are the agent's; work/ itself stays root's
             sandbox.make_dir("home")
         except BaseException:
             sandbox.close()
