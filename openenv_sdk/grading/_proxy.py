@@ -60,11 +60,12 @@ class TypeInfo:
 class RemoteObject:
     """A proxy of an object that lives in the worker (an instance of the solution's class, a
     function, a generator...). Attribute reads, method calls and the builtin operations (`len`,
-    `in`, iteration, indexing, `repr`, `str`, `bool`, `hash`) are requests to the worker.
+    `in`, iteration, indexing, `repr`, `str`, `bool`) are requests to the worker.
 
-    `==` and ordering are asked of the worker only between two remote objects: against a local
-    value they are identity, so an object whose `__eq__` says yes to everything cannot pass
-    `assert f(x) == expected`.
+    `==`, `!=` and `hash()` are never asked of the worker: they are identity (two proxies of one
+    remote object are one proxy), so an object whose `__eq__` says yes to everything cannot pass
+    `assert f(x) == expected`, nor `assert f(x) == f(y)`. Ordering is asked of the worker only
+    between two remote objects.
     """
 
     __slots__ = ("__weakref__", "_remote_info", "_remote_ref", "_remote_session")
@@ -139,7 +140,7 @@ class RemoteObject:
         return _checked(self._remote("__bool__"), bool, "__bool__")
 
     def __hash__(self) -> int:
-        return _checked(self._remote("__hash__"), int, "__hash__")
+        return object.__hash__(self)
 
     def _compare(self, name: str, other: Any) -> Any:
         if isinstance(other, RemoteObject) and other._remote_session is self._remote_session:
@@ -147,14 +148,10 @@ class RemoteObject:
         return NotImplemented
 
     def __eq__(self, other: object) -> Any:
-        if other is self:
-            return True
-        return self._compare("__eq__", other)
+        return True if other is self else NotImplemented
 
     def __ne__(self, other: object) -> Any:
-        if other is self:
-            return False
-        return self._compare("__ne__", other)
+        return False if other is self else NotImplemented
 
     def __lt__(self, other: Any) -> Any:
         return self._compare("__lt__", other)
