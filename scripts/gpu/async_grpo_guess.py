@@ -126,7 +126,13 @@ def main() -> None:
     log("environment up:", source, [t["function"]["name"] for t in tools])
 
     # 2. tokenizer + SFT warm-up (format only), saved as the initial policy
-    tokenizer = use_tool_chat_template(AutoTokenizer.from_pretrained(args.model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
+    # The folder gguf2hf.py writes with transformers 5.17 names <|im_start|> (1) as eos; ChatML turns end
+    # with <|im_end|> (2), which is also what vLLM stops on (the model's generation_config).
+    if "<|im_end|>" in tokenizer.get_vocab() and tokenizer.eos_token != "<|im_end|>":
+        log(f"eos was {tokenizer.eos_token!r} ({tokenizer.eos_token_id}); set to '<|im_end|>'")
+        tokenizer.eos_token = "<|im_end|>"
+    tokenizer = use_tool_chat_template(tokenizer)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     init_dir = work / "policy-init"

@@ -52,26 +52,52 @@ def summarise(run: dict) -> dict:
     return out
 
 
+def episode_bins(run: dict, width_s: float = 30.0) -> list[dict]:
+    """All finished episodes (trained or not), binned by when they finished: mean reward, solved rate, turns."""
+    bins: dict[int, list[dict]] = {}
+    for e in run["episodes"]:
+        bins.setdefault(int(e["t"] // width_s), []).append(e)
+    out = []
+    for b, eps in sorted(bins.items()):
+        rewards = [e["reward"] for e in eps]
+        out.append({
+            "t0": b * width_s, "t1": min((b + 1) * width_s, max(e["t"] for e in eps)), "episodes": len(eps),
+            "reward": statistics.mean(rewards),
+            "reward_sem": statistics.pstdev(rewards) / math.sqrt(len(rewards)),
+            "solved": statistics.mean(1.0 if e["solved"] > 0 else 0.0 for e in eps),
+            "turns": statistics.mean(e["turns"] for e in eps),
+        })
+    return out
+
+
 def plot(run: dict, summary: dict, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=120)
     xs = [k for k, _ in summary["rewards"]]
     ys = [v for _, v in summary["rewards"]]
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=120)
-    ax.plot(xs, ys, marker="o", ms=3, lw=1, label="mean reward of the step's samples")
+    ax.plot(xs, ys, marker="o", ms=3, lw=1, label="trained samples of the step")
     if len(ys) >= 5:
-        w = 5
-        ma = [statistics.mean(ys[max(0, i - w + 1): i + 1]) for i in range(len(ys))]
+        ma = [statistics.mean(ys[max(0, i - 4): i + 1]) for i in range(len(ys))]
         ax.plot(xs, ma, lw=2, label="moving average (5 steps)")
     ax.set_xlabel("AsyncGRPOTrainer step")
-    ax.set_ylabel("reward (host-side grader)")
-    gpu = run["versions"].get("gpu", "")
-    ax.set_title(f"SmolLM2-135M, guessing game, async GRPO with vLLM on one {gpu}", fontsize=9)
+    ax.set_ylabel("mean reward (host-side grader)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    bins = episode_bins(run)
+    mid = [(b["t0"] + b["t1"]) / 2 for b in bins]
+    bx.errorbar(mid, [b["reward"] for b in bins], yerr=[b["reward_sem"] for b in bins], marker="o", ms=3,
+                capsize=2, label="mean reward")
+    bx.plot(mid, [b["solved"] for b in bins], marker="s", ms=3, lw=1, label="share solved")
+    bx.set_xlabel("seconds of training (all finished episodes, 30 s bins)")
+    bx.grid(alpha=0.3)
+    bx.legend(fontsize=8)
+    gpu = run["versions"].get("gpu", "")
+    fig.suptitle(f"SmolLM2-135M on the guessing game: AsyncGRPOTrainer + EnvRolloutWorker + vLLM 0.26, one {gpu}",
+                 fontsize=9)
     fig.tight_layout()
     fig.savefig(path)
 
@@ -81,5 +107,7 @@ if __name__ == "__main__":
     summary = summarise(run)
     print(json.dumps({k: v for k, v in summary.items() if k != "rewards"}, indent=1, default=str))
     print("rewards:", [(k, round(v, 3)) for k, v in summary["rewards"]])
+    for b in episode_bins(run):
+        print({k: round(v, 3) for k, v in b.items()})
     if len(sys.argv) > 2:
         plot(run, summary, sys.argv[2])
