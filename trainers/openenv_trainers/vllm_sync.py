@@ -47,6 +47,7 @@ class VLLMReloadWeightTransfer:
         timeout_s: float = 300.0,
         before_sync: Callable[[], None] | None = None,
         after_sync: Callable[[], None] | None = None,
+        client: Any | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.folder = Path(folder)
@@ -57,7 +58,8 @@ class VLLMReloadWeightTransfer:
         self.timings: list[dict[str, float]] = []
         """One record per sync: pause_s, save_s, reload_s, resume_s, bytes."""
         self._current: dict[str, float] = {}
-        self._client: Any = None
+        self._client: Any = client
+        """An `httpx.Client` (one is made at `init_weight_transfer` when none is given)."""
 
     def _post(self, path: str, **kwargs: Any) -> Any:
         response = self._client.post(self.base_url + path, timeout=self.timeout_s, **kwargs)
@@ -68,7 +70,8 @@ class VLLMReloadWeightTransfer:
     def init_weight_transfer(self) -> None:
         import httpx
 
-        self._client = httpx.Client()
+        if self._client is None:
+            self._client = httpx.Client()
         deadline = time.monotonic() + self.timeout_s
         while True:
             try:
