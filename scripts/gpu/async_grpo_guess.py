@@ -193,44 +193,78 @@ def main() -> None:
     holder: dict = {}
     sync_count = [0]
 
-    def probe(tag: str) -> None:
-        n_sync = sync_count[0]
-        if not (n_sync == 0 or n_sync % args.probe_every == 0):
-            return
-        trainer = holder.get("trainer")
-        if trainer is None:
+    pending: dict = {}
+
+    def trainer_logprobs(seqs: list[list[int]], start: int) -> list:
+        """The trainer's logprob of every token after `start` of each sequence (its own forward pass)."""
+        m = trainer_model()
+        dev = next(m.parameters()).device
+        out = []
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+        with torch.no_grad(), autocast:
+            for ids in seqs:
+                n = len(ids)
+                o = m(input_ids=torch.tensor([ids], device=dev), position_ids=torch.arange(n, device=dev)[None],
+                      shift_labels=torch.tensor([ids[1:] + [-100]], device=dev), fused_lm_head=True,
+                      tree_kv_index=torch.arange(n, device=dev),
+                      tree_cu_seqlens_q=torch.tensor([0, n], dtype=torch.int32, device=dev),
+                      tree_cu_seqlens_k=torch.tensor([0, n], dtype=torch.int32, device=dev),
+                      tree_max_seqlen_q=n, tree_max_seqlen_k=n)
+                out.append(o.log_probs.flatten().float()[start - 1 : n - 1].cpu())
+        return out
+
+    def trainer_model():
+        trainer = holder["trainer"]
+        return trainer.accelerator.unwrap_model(trainer.model)
+
+    def vllm_scores(seqs: list[list[int]], start: int) -> list:
+        """vLLM's logprob of the same tokens (prompt_logprobs of the whole sequence, temperature 1)."""
+        import httpx
+
+        out = []
+        for ids in seqs:
+            body = {"model": "smollm2", "prompt": ids, "max_tokens": 1, "temperature": 1.0, "prompt_logprobs": 1}
+            choice = httpx.post(args.vllm_url + "/v1/completions", json=body, timeout=60).json()["choices"][0]
+            plp = choice["prompt_logprobs"]
+            out.append(torch.tensor([plp[i][str(ids[i])]["logprob"] for i in range(start, len(ids))]))
+        return out
+
+    def due() -> bool:
+        n = sync_count[0]
+        return "trainer" in holder and (n == 0 or n % args.probe_every == 0)
+
+    def before():
+        """vLLM still has the old weights: sample probe games' first turns; the trainer has the new ones."""
+        if not due():
             return
         t0 = time.perf_counter()
         params = SamplingParams(max_tokens=48, temperature=args.temperature, stop_token_ids=(tokenizer.eos_token_id,))
         comps = backend.inner.generate([probe_prompt] * 8, params)
-        m = trainer.accelerator.unwrap_model(trainer.model)
-        diffs = []
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
-        with torch.no_grad(), autocast:
-            for c in comps:
-                ids = list(probe_prompt) + list(c.token_ids)
-                n = len(ids)
-                dev = next(m.parameters()).device
-                x = torch.tensor([ids], device=dev)
-                labels = torch.tensor([ids[1:] + [-100]], device=dev)
-                o = m(input_ids=x, position_ids=torch.arange(n, device=dev)[None], shift_labels=labels, fused_lm_head=True,
-                      tree_kv_index=torch.arange(n, device=dev), tree_cu_seqlens_q=torch.tensor([0, n], dtype=torch.int32, device=dev),
-                      tree_cu_seqlens_k=torch.tensor([0, n], dtype=torch.int32, device=dev), tree_max_seqlen_q=n, tree_max_seqlen_k=n)
-                lp = o.log_probs.flatten().float()
-                start = len(probe_prompt)
-                mine = lp[start - 1 : n - 1].cpu()
-                diffs.append((mine - torch.tensor(c.logprobs)).abs())
-        d = torch.cat(diffs)
-        rec = {"sync": n_sync, "when": tag, "model_version": getattr(trainer, "model_version", -1), "tokens": int(d.numel()),
-               "mean_abs_diff": float(d.mean()), "max_abs_diff": float(d.max()), "seconds": time.perf_counter() - t0}
-        probes.append(rec)
-        log("logprob probe", rec)
-
-    def before():
-        probe("before_sync")
+        seqs = [list(probe_prompt) + list(c.token_ids) for c in comps]
+        old = [torch.tensor(c.logprobs) for c in comps]
+        pending.update(seqs=seqs, old=old, mine=trainer_logprobs(seqs, len(probe_prompt)), t=time.perf_counter() - t0)
 
     def after():
-        probe("after_sync")
+        """The same tokens again, now that vLLM has the trainer's weights."""
+        if pending:
+            t0 = time.perf_counter()
+            seqs, old, mine = pending.pop("seqs"), pending.pop("old"), pending.pop("mine")
+            d_before = torch.cat([(a - b).abs() for a, b in zip(mine, old)])
+            rec = {"sync": sync_count[0], "model_version": holder["trainer"].model_version, "tokens": int(d_before.numel()),
+                   "before_mean": float(d_before.mean()), "before_max": float(d_before.max())}
+            try:
+                new = vllm_scores(seqs, len(probe_prompt)) if cuda else None
+            except Exception as e:  # noqa: BLE001 - a failed probe must not stop training; it is recorded
+                rec["after_error"] = repr(e)
+                new = None
+            if new is not None:
+                d_after = torch.cat([(a - b).abs() for a, b in zip(mine, new)])
+                d_change = torch.cat([(a - b).abs() for a, b in zip(old, new)])
+                rec.update(after_mean=float(d_after.mean()), after_max=float(d_after.max()),
+                           vllm_change_mean=float(d_change.mean()), vllm_change_max=float(d_change.max()))
+            rec["seconds"] = pending.pop("t") + time.perf_counter() - t0
+            probes.append(rec)
+            log("logprob probe", rec)
         sync_count[0] += 1
 
     if cuda:
