@@ -95,7 +95,7 @@ def _parent_dirs(target: str, covered: list[str]) -> list[str]:
 
 def _system_args() -> list[str]:
     args: list[str] = []
-    covered = ["/proc", "/dev", "/tmp"]
+    covered = ["/proc", "/dev"]  # not /tmp: folders made in the sandbox's own tmpfs need 0755 too
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -120,7 +120,8 @@ def base_argv(*, network: bool, cwd: str) -> list[str]:
         "--new-session",
         "--hostname",
         "sandbox",
-        *_system_args(),
+        # the fresh /tmp first: a runtime under the host's /tmp (a venv in a checkout there) is
+        # then bound on top of it instead of hidden by it
         "--proc",
         "/proc",
         "--dev",
@@ -129,6 +130,7 @@ def base_argv(*, network: bool, cwd: str) -> list[str]:
         "/tmp",
         "--tmpfs",
         "/dev/shm",
+        *_system_args(),
     ]
     if not network:
         argv.insert(1, "--unshare-net")

@@ -135,8 +135,11 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def web_server() -> Iterator[str]:
-    """`openenv serve environments/echo --web` in a subprocess (the CLI flag, end to end)."""
-    with LocalProcessProvider(ECHO_DIR, extra_args=("--web", "--log-level", "warning")) as provider:
+    """`openenv serve environments/echo --web` in a subprocess (the CLI flag, end to end), as a
+    person runs it: without an orchestrator token (a browser cannot send one)."""
+    with LocalProcessProvider(
+        ECHO_DIR, extra_args=("--web", "--log-level", "warning"), orchestrator_token=False
+    ) as provider:
         assert provider.base_url is not None
         yield provider.base_url
 
