@@ -9,11 +9,13 @@ from __future__ import annotations
 import inspect
 import typing
 import uuid
+from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
 from .errors import EnvironmentDefinitionError
+from .tasks import TaskRecord
 from .tools import RESERVED_NAMES, ToolSpec, collect_orchestrator_calls, collect_tools
 from .types import Action, Observation, State
 
@@ -40,6 +42,9 @@ class Environment(Generic[ActT, ObsT, StateT]):
       environment made only of `@tool` methods is a complete gym-style environment.
     - `state -> State`: the episode's state (a property).
     - `close()`: free resources; called when the session ends, whatever the reason.
+    - `tasks() -> Sequence[TaskRecord]` (a classmethod): the environment's tasks and their
+      splits, public fields only, served by the Task API (`/{env}/splits`, `/{env}/tasks`, ...).
+      The default has none.
 
     Class options:
 
@@ -119,6 +124,16 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     def close(self) -> None:
         """Free what the environment holds. Called once when its session ends."""
+
+    @classmethod
+    def tasks(cls) -> Sequence[TaskRecord]:
+        """The tasks this environment offers, each with an id, a split and its `reset` arguments.
+
+        Called once per server, on the first Task API request, with no instance: read task files,
+        never state. Put public fields only in a record (title, prompt, starting files): the Task
+        API is the orchestrator's, but nothing hidden (answers, tests) belongs there.
+        """
+        return ()
 
     # --- what the server asks of a class ------------------------------------------------
 

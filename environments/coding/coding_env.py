@@ -50,6 +50,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.tasks import TaskRecord
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
@@ -187,6 +188,15 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         self._sandbox: Sandbox | None = None
 
     # --- the orchestrator's verbs ------------------------------------------------------------
+
+    @classmethod
+    def tasks(cls) -> list[TaskRecord]:
+        """Every task in `tasks/` (split `train`): prompt and starting files; the tests stay in `hidden/`."""
+        return [
+            TaskRecord(id=t.id, title=t.title, difficulty=t.difficulty, category=t.category, prompt=t.prompt,
+                       solution_file=t.solution_file, files=t.files)
+            for t in load_tasks().values()
+        ]  # fmt: skip
 
     def reset(
         self,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.tasks import TaskRecord
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.sandbox import CommandResult
 from pydantic import Field
@@ -135,6 +136,14 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         self._task: TaskInfo | None = None
 
     # --- the orchestrator's verbs -----------------------------------------------------------
+
+    @classmethod
+    def tasks(cls) -> list[TaskRecord]:
+        """Every task in `tasks/`, in its split (`train`, or `demo`): the bug report; the tests stay in `hidden/`."""
+        return [
+            TaskRecord(id=t.task_id, split=t.split, repo=t.repo, title=t.title, issue=t.issue)
+            for t in (tasks()[task_id] for task_id in task_ids())
+        ]
 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None

@@ -46,6 +46,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.tasks import TaskRecord
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
@@ -327,6 +328,14 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         self._state = TerminalState()
 
     # --- the orchestrator's verbs ------------------------------------------------------
+
+    @classmethod
+    def tasks(cls) -> list[TaskRecord]:
+        """Every task in `tasks/` (split `train`): the prompt the agent reads; the checks stay in `hidden/`."""
+        return [
+            TaskRecord(id=t.id, title=t.title, category=t.category, difficulty=t.difficulty, prompt=t.prompt)
+            for t in load_tasks().values()
+        ]
 
     def reset(
         self,

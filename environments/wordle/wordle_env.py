@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.tasks import TaskRecord
 
 HERE = Path(__file__).resolve().parent
 WORD_LENGTH = 5
@@ -76,6 +77,15 @@ class WordleEnvironment(Environment[WordleAction, WordleObservation, WordleState
 
     def __init__(self) -> None:
         self._answer = ""
+
+    @classmethod
+    def tasks(cls) -> list[TaskRecord]:
+        """One task per answer (`task_id` = line of `answers.txt`): the first 1,000 are `train`, the
+        last 200 `test`. A record holds the id only, never the word."""
+        return [
+            TaskRecord(id=str(i), split="train" if i < 1000 else "test", reset_kwargs={"task_id": i})
+            for i in range(len(answers()))
+        ]
 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, task_id: int | None = None, **task: Any

@@ -27,6 +27,7 @@ from ._limits import DEFAULT_MAX_JSON_DEPTH, BodyLimitMiddleware
 from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._protocol import ProtocolError
 from ._session import SessionManager
+from ._tasks import router as tasks_router
 from ._ws import serve_websocket
 
 __all__ = ["ServerConfig", "ServerState", "create_app", "uvicorn_limits"]
@@ -217,6 +218,7 @@ def create_app(
     )
     app.state.openenv = state
     app.include_router(router)
+    app.include_router(tasks_router)
 
     async def websocket_endpoint(websocket: WebSocket) -> None:
         await serve_websocket(websocket, state)
