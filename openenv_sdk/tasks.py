@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["SplitType", "TaskIndex", "TaskRecord", "TaskSplit"]
+__all__ = ["ServedTask", "SplitType", "TaskIndex", "TaskRecord", "TaskSplit"]
 
 SplitType = Literal["train", "validation", "test"]
 
@@ -45,6 +45,12 @@ class TaskRecord(BaseModel):
         if isinstance(data, dict) and not data.get("reset_kwargs") and "id" in data:
             data = {**data, "reset_kwargs": {"task_id": data["id"]}}
         return data
+
+
+class ServedTask(TaskRecord):
+    """A task as a client reads it from the Task API: the record and its position in its split."""
+
+    index: int = Field(ge=0, description="Position of the task in its split.")
 
 
 class TaskSplit(BaseModel):

@@ -11,6 +11,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from ..errors import ClientStateError, ProviderError, RequestTimeout, ServerError, TransportError
+from ..tasks import ServedTask, TaskSplit
 from ..types import SchemaResponse, SessionInfo
 from ._base import (
     _RETRY_AFTER_SENT,
@@ -198,6 +199,52 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 raise http_error(response.status_code, body, f"GET {url}")
             self._schema = self._schema_from(body)
         return self._schema
+
+    # --- the Task API (plain HTTP; no session needed) ----------------------------------------
+
+    async def splits(self) -> list[TaskSplit]:
+        """The environment's task splits (`GET /{env}/splits`), each with its type and task count."""
+        return await self._tasks_call("splits")  # type: ignore[no-any-return]
+
+    async def tasks(self, split: str, *, start: int | None = None, stop: int | None = None) -> list[ServedTask]:
+        """The tasks of `split`: all of them, or `[start, stop)` (slice bounds) when either is given."""
+        if start is None and stop is None:
+            return await self._tasks_call("tasks", split=split)  # type: ignore[no-any-return]
+        return await self._tasks_call("task_range", split=split, start=start, stop=stop)  # type: ignore[no-any-return]
+
+    async def num_tasks(self, split: str) -> int:
+        """How many tasks `split` has."""
+        return await self._tasks_call("num_tasks", split=split)  # type: ignore[no-any-return]
+
+    async def task(self, task_id: str | None = None, /, *, split: str | None = None, index: int | None = None) -> ServedTask:
+        """One task, by id (`await env.task("fizzbuzz")`) or by position (`await env.task(split="test", index=3)`);
+        start it with `await env.reset(**task.reset_kwargs)`.
+
+        Raises:
+            ValueError: neither or both ways of naming the task were given.
+            InvalidActionError: the server knows no such task, split or index.
+        """
+        return await self._tasks_call("task", **self._task_fields(task_id, split, index))  # type: ignore[no-any-return]
+
+    async def _tasks_call(self, call: str, **fields: Any) -> Any:
+        self._check_usable()
+        await self._ensure_started()
+        if self._task_env is None:
+            self._task_env = self._env_name_from(await self._http_json("GET", f"{self._base_url}/list_environments", None))
+        method, url, body = self._task_request(call, self._task_env, **fields)
+        return self._parse_tasks(call, await self._http_json(method, url, body))
+
+    async def _http_json(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
+        try:
+            response = await self._http_client().request(method, url, json=body)
+        except httpx.TimeoutException as e:
+            raise RequestTimeout(f"{method} {url}: no answer within {self._timeout_s:g} s") from e
+        except httpx.HTTPError as e:
+            raise TransportError(f"{method} {url} failed: {e}.{self._provider_note()}") from e
+        data = _json_or_text(response)
+        if response.status_code != 200:
+            raise http_error(response.status_code, data, f"{method} {url}")
+        return data
 
     # --- the agent's side (MCP) --------------------------------------------------------------
 

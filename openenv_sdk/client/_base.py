@@ -46,6 +46,7 @@ from ..types import (
     State,
     ToolCallAction,
 )
+from ..tasks import ServedTask, TaskSplit
 from ._models import StepResult, Trajectory, TrajectoryStep
 
 if typing.TYPE_CHECKING:
@@ -609,6 +610,41 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
                 done=bool(data.get("done", False)),
             )
         )
+
+    # --- the Task API (plain HTTP, shared by both clients) ----------------------------------
+
+    _task_env: str | None = None
+    """The environment's name on the Task API's paths, from `GET /list_environments`."""
+
+
+    def _task_request(self, call: str, env_name: str, **fields: Any) -> tuple[str, str, dict[str, Any] | None]:
+        """Method, URL and JSON body of one Task API request, e.g. `("POST", ".../wordle/task", {...})`."""
+        if call == "splits":
+            return "GET", f"{self._base_url}/{quote(env_name, safe='')}/splits", None
+        return "POST", f"{self._base_url}/{quote(env_name, safe='')}/{call}", {k: v for k, v in fields.items() if v is not None}
+
+    @staticmethod
+    def _task_fields(task_id: str | None, split: str | None, index: int | None) -> dict[str, Any]:
+        by_position = split is not None and index is not None
+        if (task_id is not None) == by_position or (task_id is not None and (split, index) != (None, None)):
+            raise ValueError("task() takes a task id (task('fizzbuzz')), or split= and index= (task(split='test', index=3))")
+        return {"id": task_id, "split": split, "index": index}
+
+    @staticmethod
+    def _env_name_from(body: Any) -> str:
+        if not (isinstance(body, list) and body and isinstance(body[0], str)):
+            raise ServerError(f"GET /list_environments answered {str(body)[:200]}, not a list of names")
+        return body[0]
+
+    @staticmethod
+    def _parse_tasks(call: str, body: Any) -> Any:
+        if call == "splits":
+            return [TaskSplit.model_validate(s) for s in body]
+        if call == "num_tasks":
+            return int(body["num_tasks"])
+        if call == "task":
+            return ServedTask.model_validate(body["task"])
+        return [ServedTask.model_validate(t) for t in body["tasks"]]
 
     def _schema_from(self, data: Any) -> SchemaResponse:
         try:

@@ -12,6 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
 from ..errors import ClientStateError, ProviderError, RequestTimeout, ServerError, TransportError
+from ..tasks import ServedTask, TaskSplit
 from ..types import SchemaResponse, SessionInfo
 from ._base import (
     _RETRY_AFTER_SENT,
@@ -213,6 +214,53 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                     raise http_error(response.status_code, body, f"GET {self._base_url}/schema")
                 self._schema = self._schema_from(body)
             return self._schema
+
+    # --- the Task API (plain HTTP; no session needed) ----------------------------------------
+
+    def splits(self) -> list[TaskSplit]:
+        """The environment's task splits (`GET /{env}/splits`), each with its type and task count."""
+        return self._tasks_call("splits")  # type: ignore[no-any-return]
+
+    def tasks(self, split: str, *, start: int | None = None, stop: int | None = None) -> list[ServedTask]:
+        """The tasks of `split`: all of them, or `[start, stop)` (slice bounds) when either is given."""
+        if start is None and stop is None:
+            return self._tasks_call("tasks", split=split)  # type: ignore[no-any-return]
+        return self._tasks_call("task_range", split=split, start=start, stop=stop)  # type: ignore[no-any-return]
+
+    def num_tasks(self, split: str) -> int:
+        """How many tasks `split` has."""
+        return self._tasks_call("num_tasks", split=split)  # type: ignore[no-any-return]
+
+    def task(self, task_id: str | None = None, /, *, split: str | None = None, index: int | None = None) -> ServedTask:
+        """One task, by id (`env.task("fizzbuzz")`) or by position (`env.task(split="test", index=3)`);
+        start it with `env.reset(**task.reset_kwargs)`.
+
+        Raises:
+            ValueError: neither or both ways of naming the task were given.
+            InvalidActionError: the server knows no such task, split or index.
+        """
+        return self._tasks_call("task", **self._task_fields(task_id, split, index))  # type: ignore[no-any-return]
+
+    def _tasks_call(self, call: str, **fields: Any) -> Any:
+        with self._lock:
+            self._check_usable()
+            self._ensure_started()
+            if self._task_env is None:
+                self._task_env = self._env_name_from(self._http_json("GET", f"{self._base_url}/list_environments", None))
+            method, url, body = self._task_request(call, self._task_env, **fields)
+            return self._parse_tasks(call, self._http_json(method, url, body))
+
+    def _http_json(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
+        try:
+            response = self._http_client().request(method, url, json=body)
+        except httpx.TimeoutException as e:
+            raise RequestTimeout(f"{method} {url}: no answer within {self._timeout_s:g} s") from e
+        except httpx.HTTPError as e:
+            raise TransportError(f"{method} {url} failed: {e}.{self._provider_note()}") from e
+        data = _json_or_text(response)
+        if response.status_code != 200:
+            raise http_error(response.status_code, data, f"{method} {url}")
+        return data
 
     # --- the agent's side (MCP) --------------------------------------------------------------
 

@@ -47,7 +47,8 @@ class GetTaskRequest(BaseModel):
     @model_validator(mode="after")
     def _one_way(self) -> GetTaskRequest:
         by_position = self.split is not None and self.index is not None
-        if by_position == (self.id is not None):
+        mixed = self.id is not None and (self.split, self.index) != (None, None)
+        if by_position == (self.id is not None) or mixed:
             raise ValueError("send either split and index, or id")
         return self
 
