@@ -53,6 +53,8 @@ class FleetServer:
     """Clients handed out on it and not yet closed."""
     server_pid: int | None
     """The server's process id on its node (last known)."""
+    orchestrator_token: str | None = dataclasses.field(default=None, repr=False)
+    """The server's orchestrator token, for a client made by hand (never in `repr`)."""
 
 
 @dataclasses.dataclass
@@ -195,6 +197,7 @@ class RayFleet:
                     generation=s.generation,
                     sessions=s.sessions,
                     server_pid=s.server_pid,
+                    orchestrator_token=s.token,
                 )
                 for s in self._slots
                 if not s.retired
