@@ -17,7 +17,7 @@ psutil = pytest.importorskip("psutil")
 
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from openenv_sdk.errors import ClientStateError, TransportError  # noqa: E402
+from openenv_sdk.errors import ClientStateError, ProviderError, TransportError  # noqa: E402
 from openenv_sdk.fleet import RayFleet  # noqa: E402
 from tests.fixtures.servers import wait_until  # noqa: E402
 
@@ -128,3 +128,27 @@ def test_fleet_spreads_sessions_over_nodes_survives_a_lost_node_and_recovers(clu
     assert wait_until(lambda: not _alive(seen), timeout_s=20, interval_s=0.2), [
         psutil.Process(p).cmdline()[:4] for p in _alive(seen)
     ]
+
+
+def test_scale_adds_servers_and_stops_the_least_loaded_first(cluster: Cluster) -> None:
+    with RayFleet(ECHO, size=1, num_cpus=0.25, memory_bytes=64 * 2**20, startup_timeout_s=60) as fleet:
+        busy = fleet.client()
+        busy.reset()
+        fleet.scale(3)
+        assert fleet.size == 3 and len(set(fleet.urls)) == 3
+        assert sorted(fleet.load().values()) == [0, 0, 1]
+        idle_pids = {s.server_pid for s in fleet.servers() if s.sessions == 0 and s.server_pid is not None}
+        fleet.scale(1)
+        assert fleet.urls == [busy.base_url]
+        assert busy.step({"message": "kept"}).observation["echoed_message"] == "kept"
+        assert wait_until(lambda: not _alive(idle_pids), timeout_s=10)
+        busy.close()
+        assert fleet.load() == {busy.base_url: 0}
+
+
+def test_a_server_no_node_can_hold_fails_start_with_the_resources_it_asked_for(cluster: Cluster) -> None:
+    fleet = RayFleet(ECHO, size=1, num_cpus=0.25, memory_bytes=64 * 2**20, resources={"gpu_box": 1}, startup_timeout_s=2)
+    with pytest.raises(ProviderError, match=r"resources=\{'gpu_box': 1\}: check `ray status`"):
+        fleet.start()
+    with pytest.raises(ClientStateError):
+        fleet.client()
