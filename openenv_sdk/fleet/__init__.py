@@ -2,10 +2,11 @@
 
     RayFleet      servers started by Ray actors on a cluster's nodes; one handle, clients by load
     FleetServer   one server of a fleet, as last seen
+    FleetMember   one server of a fleet as a provider (for `EnvSource(provider=...)`)
 
 Importing this package imports `ray`; `import openenv_sdk` does not.
 """
 
-from openenv_sdk.fleet._ray import FleetServer, RayFleet
+from openenv_sdk.fleet._ray import FleetMember, FleetServer, RayFleet
 
-__all__ = ["FleetServer", "RayFleet"]
+__all__ = ["FleetMember", "FleetServer", "RayFleet"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -31,10 +32,13 @@ from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
 from openenv_sdk.client import DEFAULT_TIMEOUT_S
 from openenv_sdk.errors import ClientStateError, ProviderError
 from openenv_sdk.manifest import load_manifest
+from openenv_sdk.providers.base import Provider
 
 from ._actor import ServerActor
 
-__all__ = ["FleetServer", "RayFleet"]
+__all__ = ["FleetMember", "FleetServer", "RayFleet"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +75,58 @@ class _Slot:
     pending: Any = None
     pending_since: float = 0.0
     retired: bool = False
+
+
+class FleetMember(Provider):
+    """One server of a `RayFleet`, seen as a provider (`start`, `stop`, `is_alive`, token).
+
+    The fleet owns the server: `stop()` does not stop it, and `start()` returns its current URL,
+    waiting up to the fleet's `startup_timeout_s` while Ray replaces a lost one.
+    """
+
+    def __init__(self, fleet: RayFleet, slot: _Slot) -> None:
+        self._fleet = fleet
+        self._slot = slot
+
+    @property
+    def base_url(self) -> str | None:
+        """The server's URL now, or `None` while it is down."""
+        return self._slot.url
+
+    @property
+    def orchestrator_token(self) -> str | None:
+        """The running server's orchestrator token (a replacement has a new one)."""
+        return self._slot.token
+
+    def start(self) -> str:
+        """The server's URL, once it is up.
+
+        Raises:
+            ProviderError: it was not up within the fleet's `startup_timeout_s`, or it left the fleet.
+        """
+        deadline = time.monotonic() + self._fleet.startup_timeout_s
+        while True:
+            if self._slot.retired:
+                raise ProviderError(f"server {self._slot.index} is no longer part of {self._fleet!r}")
+            url = self._slot.url
+            if url is not None:
+                return url
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"server {self._slot.index} of {self._fleet!r} was not up again within "
+                    f"{self._fleet.startup_timeout_s:g} s (startup_timeout_s)"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Nothing: the fleet stops its servers (`RayFleet.close`, `scale`)."""
+
+    def is_alive(self) -> bool:
+        """Whether the fleet sees the server up now."""
+        return self._slot.url is not None and not self._slot.retired
+
+    def __repr__(self) -> str:
+        return f"<FleetMember {self._slot.index} of {self._fleet!r}>"
 
 
 class RayFleet:
@@ -247,6 +303,15 @@ class RayFleet:
         client.aclose = aclose_and_release  # type: ignore[method-assign]
         return client
 
+    def members(self) -> list[FleetMember]:
+        """One provider per server of the fleet, for code that takes one server per source.
+
+        `EnvSource(provider=member)` gives `EnvRolloutWorker` one source (and one circuit
+        breaker) per server; the source's `restart()` then waits for Ray's replacement.
+        """
+        with self._lock:
+            return [FleetMember(self, s) for s in self._slots if not s.retired]
+
     def scale(self, size: int) -> None:
         """Grow or shrink the fleet to `size` servers.
 
@@ -366,27 +431,35 @@ class RayFleet:
 
     def _watch(self) -> None:
         while not self._stop.wait(self._probe_interval_s):
-            with self._lock:
-                slots = [s for s in self._slots if not s.retired]
-                now = time.monotonic()
-                for slot in slots:
-                    if slot.pending is None:
-                        slot.pending, slot.pending_since = slot.actor.endpoint.remote(), now
-            pending = [s.pending for s in slots]
-            ready, _ = ray.wait(pending, num_returns=len(pending), timeout=self._probe_interval_s)
-            done = set(ready)
+            try:
+                self._probe()
+            except Exception:  # keep watching: a monitor that died would hand out dead servers
+                logger.exception("RayFleet monitor: probing the servers failed")
+
+    def _probe(self) -> None:
+        with self._lock:
+            slots = [s for s in self._slots if not s.retired]
+            now = time.monotonic()
             for slot in slots:
-                ref = slot.pending
-                if ref in done:
-                    slot.pending = None
-                    try:
-                        self._update(slot, ray.get(ref))
-                    except RayError:  # the actor died; Ray restarts it, or it is out of restarts
-                        with self._lock:
-                            slot.url = None
-                elif time.monotonic() - slot.pending_since > self._probe_timeout_s:
+                if slot.pending is None:
+                    slot.pending, slot.pending_since = slot.actor.endpoint.remote(), now
+        if not slots:
+            return
+        pending = [s.pending for s in slots]
+        ready, _ = ray.wait(pending, num_returns=len(pending), timeout=self._probe_interval_s)
+        done = set(ready)
+        for slot in slots:
+            ref = slot.pending
+            if ref in done:
+                slot.pending = None
+                try:
+                    self._update(slot, ray.get(ref))
+                except RayError:  # the actor died; Ray restarts it, or it is out of restarts
                     with self._lock:
-                        slot.url = None  # keep waiting on the same call: it answers once restarted
+                        slot.url = None
+            elif time.monotonic() - slot.pending_since > self._probe_timeout_s:
+                with self._lock:
+                    slot.url = None  # keep waiting on the same call: it answers once restarted
 
     def _stop_actors(self, slots: list[_Slot]) -> None:
         refs = [slot.actor.stop.remote() for slot in slots]

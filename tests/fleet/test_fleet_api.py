@@ -13,7 +13,7 @@ pytest.importorskip("ray")
 def test_fleet_api() -> None:
     import openenv_sdk.fleet
 
-    assert sorted(openenv_sdk.fleet.__all__) == ["FleetServer", "RayFleet"]
+    assert sorted(openenv_sdk.fleet.__all__) == ["FleetMember", "FleetServer", "RayFleet"]
 
 
 def test_import_openenv_sdk_does_not_import_ray() -> None:

@@ -6,6 +6,7 @@ server per node. The tests kill a node under open sessions and add a node back.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 from openenv_sdk.errors import ClientStateError, ProviderError, TransportError  # noqa: E402
 from openenv_sdk.fleet import RayFleet  # noqa: E402
+from openenv_sdk.providers import Provider  # noqa: E402
 from tests.fixtures.servers import wait_until  # noqa: E402
 
 ECHO = Path(__file__).resolve().parents[2] / "environments" / "echo"
@@ -87,6 +89,9 @@ def test_fleet_spreads_sessions_over_nodes_survives_a_lost_node_and_recovers(clu
         on_head = [c for c in clients if _node_of(fleet, c.base_url) == head_id]
         assert len(on_worker) == len(on_head) == 2
 
+        member = next(m for m in fleet.members() if _node_of(fleet, m.base_url) == worker.node_id)
+        old_url, old_token = member.start(), member.orchestrator_token
+        assert isinstance(member, Provider) and member.is_alive()
         seen = _descendants() | {s.server_pid for s in fleet.servers() if s.server_pid is not None}
         lost_server = next(s.server_pid for s in fleet.servers() if s.node_id == worker.node_id)
         started = time.monotonic()
@@ -101,6 +106,7 @@ def test_fleet_spreads_sessions_over_nodes_survives_a_lost_node_and_recovers(clu
             assert env.step({"message": "fine"}).observation["echoed_message"] == "fine"
 
         assert wait_until(lambda: len(fleet.urls) == 1, timeout_s=15, interval_s=0.1)
+        assert not member.is_alive()
         later = [fleet.client() for _ in range(3)]
         for env in later:
             assert _node_of(fleet, env.base_url) == head_id
@@ -110,6 +116,7 @@ def test_fleet_spreads_sessions_over_nodes_survives_a_lost_node_and_recovers(clu
         replacement = cluster.add_node(num_cpus=1, resources=SLOT)
         assert wait_until(lambda: len(fleet.urls) == 2, timeout_s=40, interval_s=0.2)
         assert {s.node_id for s in fleet.servers()} == {head_id, replacement.node_id}
+        assert member.start() != old_url and member.orchestrator_token not in (None, old_token)
         restarted = fleet.client()  # the replaced server has no sessions: least loaded
         assert _node_of(fleet, restarted.base_url) == replacement.node_id
         restarted.reset()
@@ -143,6 +150,14 @@ def test_scale_adds_servers_and_stops_the_least_loaded_first(cluster: Cluster) -
         assert busy.step({"message": "kept"}).observation["echoed_message"] == "kept"
         assert wait_until(lambda: not _alive(idle_pids), timeout_s=10)
         busy.close()
+        assert fleet.load() == {busy.base_url: 0}
+
+        async def one_async_episode() -> str:
+            async with fleet.async_client() as env:
+                await env.reset()
+                return (await env.step({"message": "async"})).observation["echoed_message"]
+
+        assert asyncio.run(one_async_episode()) == "async"
         assert fleet.load() == {busy.base_url: 0}
 
 
