@@ -25,6 +25,8 @@ from ._auth import OrchestratorAuthMiddleware, RequestIdMiddleware, take_token_f
 from ._http import protocol_error_response, router
 from ._limits import DEFAULT_MAX_JSON_DEPTH, BodyLimitMiddleware
 from ._mcp_endpoint import McpEndpoint, warm_up_mcp
+from ._metrics import ServerMetrics
+from ._metrics import router as metrics_router
 from ._protocol import ProtocolError
 from ._session import SessionManager
 from ._tasks import router as tasks_router
@@ -196,6 +198,8 @@ def create_app(
     )
     mcp = McpEndpoint(state)
     state.mcp_sessions = mcp.session_count
+    server_metrics = ServerMetrics(state)
+    sessions.observer = server_metrics
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -217,8 +221,10 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.openenv = state
+    app.state.openenv_metrics = server_metrics
     app.include_router(router)
     app.include_router(tasks_router)
+    app.include_router(metrics_router)
 
     async def websocket_endpoint(websocket: WebSocket) -> None:
         await serve_websocket(websocket, state)

@@ -14,7 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -38,7 +38,7 @@ from ._worker import AbandonedCalls, EnvironmentAborted, SessionWorker, guard_as
 
 logger = logging.getLogger("openenv_sdk.server")
 
-__all__ = ["Session", "SessionManager"]
+__all__ = ["Session", "SessionManager", "SessionObserver"]
 
 
 def did_you_mean(name: str, options: Any) -> str:
@@ -62,6 +62,49 @@ def _shielded(method: _F) -> _F:
             raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"The environment raised {e}") from e
 
     return wrapper  # type: ignore[return-value]
+
+
+class SessionObserver(Protocol):
+    """Told what sessions do (the server's `/metrics`). Every method is quick and never raises."""
+
+    def session_opened(self, kind: str) -> None:
+        """A session of this kind (`http`, `ws`) was created."""
+
+    def session_closed(self, kind: str, reason: str) -> None:
+        """A session ended: `closed` (by its client or the server) or `reaped` (idle)."""
+
+    def call_done(self, call: str, seconds: float, outcome: str, tool: str | None) -> None:
+        """A `reset`, `step` or `tool` call ended: `ok`, a tool error type, or a protocol error code
+        (lowercase); `tool` is the tool's name, `<unknown>` for a name the environment lacks."""
+
+
+def _observed(call: str) -> Callable[[_F], _F]:
+    """Report the verb's duration and outcome to the manager's observer, when it has one."""
+
+    def decorate(method: _F) -> _F:
+        @functools.wraps(method)
+        async def wrapper(self: Session, *args: Any, **kwargs: Any) -> Any:
+            observer = self._manager.observer
+            if observer is None:
+                return await method(self, *args, **kwargs)
+            started, outcome = time.monotonic(), "error"
+            try:
+                result = await method(self, *args, **kwargs)
+                error = result.get("_error") if isinstance(result, dict) else None
+                outcome = error.error_type.value if isinstance(error, ToolError) else "ok"
+                return result
+            except ProtocolError as e:
+                outcome = e.code.value.lower()
+                raise
+            finally:
+                tool = None
+                if call == "tool":
+                    tool = args[0] if args and args[0] in type(self.env).tool_specs else "<unknown>"
+                observer.call_done(call, time.monotonic() - started, outcome, tool)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 class Session:
@@ -181,6 +224,7 @@ class Session:
     # --- the orchestrator's verbs -----------------------------------------------------
 
     @_shielded
+    @_observed("reset")
     async def reset(self, data: dict[str, Any] | None) -> dict[str, Any]:
         try:
             request = ResetRequest.model_validate(data or {})
@@ -202,6 +246,7 @@ class Session:
             raise ProtocolError(ErrorCode.NOT_RESET, f"{what} before reset: call reset first to start an episode")
 
     @_shielded
+    @_observed("step")
     async def step(self, data: dict[str, Any] | None) -> dict[str, Any]:
         self.require_reset("step")
         if data is None:
@@ -291,6 +336,7 @@ class Session:
         return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
 
     @_shielded
+    @_observed("tool")
     async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, source: str) -> dict[str, Any]:
         """Run one tool. Returns MCP `CallToolResult` JSON; a failure is a result with
         `isError: true` and a `_error` ToolError (for `step`), never an exception, except for an
@@ -552,6 +598,8 @@ class SessionManager:
         self.by_token: dict[str, Session] = {}
         self.abandoned = AbandonedCalls(max_abandoned_threads)
         self._reaper: asyncio.Task[None] | None = None
+        self.observer: SessionObserver | None = None
+        """Told of sessions opened and closed and of every call (the server's metrics)."""
 
     @property
     def active(self) -> int:
@@ -586,6 +634,8 @@ class SessionManager:
         session = Session(self, session_id, env, kind)
         self.sessions[session_id] = session
         self.by_token[session.mcp_token] = session
+        if self.observer is not None:
+            self.observer.session_opened(kind)
         return session
 
     def get(self, session_id: str) -> Session:
@@ -602,11 +652,13 @@ class SessionManager:
     def get_by_token(self, token: str) -> Session | None:
         return self.by_token.get(token)
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str, *, reason: str = "closed") -> None:
         session = self.sessions.pop(session_id, None)
         if session is None:
             return
         self.by_token.pop(session.mcp_token, None)
+        if self.observer is not None:
+            self.observer.session_closed(session.kind, reason)
         await session.aclose()
 
     async def close_all(self) -> None:
@@ -651,6 +703,6 @@ class SessionManager:
             if session.on_reap is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(session.on_reap(), timeout=5.0)
-            await self.close(session.id)
+            await self.close(session.id, reason="reaped")
         return len(idle)
 
