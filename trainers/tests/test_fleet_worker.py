@@ -1,0 +1,68 @@
+"""EnvRolloutWorker over a RayFleet on a 2-raylet local Ray cluster: one source (and breaker) per
+server; a lost node's episodes fail, the survivor's go on, and a new node brings its server back."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from openenv_trainers.echo_task import echo_rows  # noqa: E402
+from openenv_trainers.generation import TransformersBackend  # noqa: E402
+from openenv_trainers.sources import EnvSource  # noqa: E402
+from openenv_trainers.worker import EnvRolloutWorker  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from openenv_sdk.fleet import RayFleet  # noqa: E402
+
+from .conftest import ECHO_DIR, echo_rubric  # noqa: E402
+from .test_worker import _config, _take  # noqa: E402
+
+SLOT = {"env_slot": 1.0}
+
+
+def _wait(predicate: Any, what: str, worker: EnvRolloutWorker, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what}; counters {worker.counters}"
+        time.sleep(0.1)
+
+
+def test_worker_over_a_fleet_survives_a_lost_node(model: Any, tokenizer: Any) -> None:
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1, "resources": SLOT, "include_dashboard": False,
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
+        },
+    )
+    node = cluster.add_node(num_cpus=1, resources=SLOT)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        with RayFleet(ECHO_DIR, size=2, num_cpus=1, memory_bytes=64 * 2**20, resources=SLOT, startup_timeout_s=5) as fleet:
+            sources = [EnvSource(provider=member) for member in fleet.members()]
+            config = _config(breaker_failures=2, episode_retries=3, buffer_size=64, max_inflight_episodes=4)
+            backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
+            worker = EnvRolloutWorker(
+                sources=sources, backend=backend, tokenizer=tokenizer, tasks=echo_rows(8), rubric=echo_rubric(), config=config
+            )
+            worker.start()
+            try:
+                _take(worker, 4)
+                cluster.remove_node(node)
+                before = worker.counters["samples"]
+                _wait(lambda: worker.counters["samples"] > before + 4, "no samples from the surviving node", worker)
+                cluster.add_node(num_cpus=1, resources=SLOT)
+                _wait(lambda: worker.counters["env_restarts"] >= 1, "the lost server was not replaced", worker)
+                assert len(fleet.urls) == 2
+                before = worker.counters["samples"]
+                _wait(lambda: worker.counters["samples"] > before, "no samples after the replacement", worker)
+            finally:
+                worker.stop()
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
