@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel
 
 from .errors import EnvironmentDefinitionError
-from .tasks import TaskRecord
+from .tasks import TaskRecord, records_from_task_provider
 from .tools import RESERVED_NAMES, ToolSpec, collect_orchestrator_calls, collect_tools
 from .types import Action, Observation, State
 
@@ -44,7 +44,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
     - `close()`: free resources; called when the session ends, whatever the reason.
     - `tasks() -> Sequence[TaskRecord]` (a classmethod): the environment's tasks and their
       splits, public fields only, served by the Task API (`/{env}/splits`, `/{env}/tasks`, ...).
-      The default has none.
+      The default has none, or reads OpenEnv's `TaskProvider` methods when the class has them.
 
     Class options:
 
@@ -132,7 +132,16 @@ class Environment(Generic[ActT, ObsT, StateT]):
         Called once per server, on the first Task API request, with no instance: read task files,
         never state. Put public fields only in a record (title, prompt, starting files): the Task
         API is the orchestrator's, but nothing hidden (answers, tests) belongs there.
+
+        The default has none, unless the class has OpenEnv's `TaskProvider` methods
+        (`list_splits`, `list_tasks`): then it reads them from a fresh instance.
         """
+        if callable(getattr(cls, "list_splits", None)) and callable(getattr(cls, "list_tasks", None)):
+            env = cls()
+            try:
+                return records_from_task_provider(env)
+            finally:
+                env.close()
         return ()
 
     # --- what the server asks of a class ------------------------------------------------

@@ -15,13 +15,15 @@ hidden data never go in one.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
-from collections.abc import Iterable
+import inspect
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ServedTask", "SplitType", "TaskIndex", "TaskRecord", "TaskSplit"]
+__all__ = ["ServedTask", "SplitType", "TaskIndex", "TaskRecord", "TaskSplit", "records_from_task_provider"]
 
 SplitType = Literal["train", "validation", "test"]
 
@@ -128,3 +130,41 @@ class TaskIndex:
 
 def _served(index: int, record: TaskRecord) -> dict[str, Any]:
     return {"index": index, **record.model_dump(mode="json")}
+
+
+def records_from_task_provider(env: Any) -> list[TaskRecord]:
+    """The tasks of an environment written for OpenEnv's `TaskProvider` (`list_splits()` and
+    `list_tasks(split)`, sync or async), as records: a task's `id` is kept (else `{split}-{index}`),
+    its other fields become the record's, and it starts with `reset(split=..., index=...)`, as
+    OpenEnv's Task API guide says."""
+    records = []
+    for split in _wait(env.list_splits()):
+        name = _split_name(split)
+        for i, task in enumerate(_wait(env.list_tasks(name))):
+            if isinstance(task, BaseModel):
+                task = task.model_dump(mode="json")
+            data = dict(task) if isinstance(task, Mapping) else {"task": task}
+            task_id = data.pop("id", None)
+            for key in ("index", "split", "reset_kwargs"):
+                data.pop(key, None)
+            records.append(
+                TaskRecord(
+                    id=str(task_id) if task_id is not None else f"{name}-{i}",
+                    split=name,
+                    reset_kwargs={"split": name, "index": i},
+                    **data,
+                )
+            )
+    return records
+
+
+def _wait(value: Any) -> Any:
+    return asyncio.run(value) if inspect.iscoroutine(value) else value
+
+
+def _split_name(split: Any) -> str:
+    if isinstance(split, BaseModel):
+        split = split.model_dump()
+    if isinstance(split, Mapping):
+        return str(split["name"])
+    return str(split)

@@ -199,3 +199,34 @@ def test_a_task_starts_with_its_reset_kwargs() -> None:
         assert task.reset_kwargs == {"task_id": 1000}
         env.reset(**task.reset_kwargs)
         assert env.state().task_id == 1000
+
+
+class OpenEnvStyleEnvironment(Environment):
+    """Written for OpenEnv: TaskProvider instance methods, one of them async."""
+
+    closed: ClassVar[int] = 0
+
+    def list_splits(self) -> list[Any]:
+        return ["train", {"name": "dev", "type": "validation"}]
+
+    async def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        if split == "train":
+            return [{"id": "q1", "question": "1+1"}, {"question": "2+2"}]
+        return [{"id": "d1", "question": "3+3", "index": 7}]
+
+    def close(self) -> None:
+        type(self).closed += 1
+
+
+def test_openenv_task_provider_methods_are_served() -> None:
+    OpenEnvStyleEnvironment.closed = 0
+    with serve_app(create_app(OpenEnvStyleEnvironment)) as base_url, EnvClient(base_url) as env:
+        assert [(s.name, s.type, s.num_tasks) for s in env.splits()] == [("train", "train", 2), ("dev", "validation", 1)]
+        second = env.task(split="train", index=1)
+        assert (second.id, second.reset_kwargs, second.model_extra) == (
+            "train-1", {"split": "train", "index": 1}, {"question": "2+2"}
+        )  # fmt: skip
+        assert env.task("d1").model_dump() == {
+            "id": "d1", "split": "dev", "reset_kwargs": {"split": "dev", "index": 0}, "question": "3+3", "index": 0
+        }  # fmt: skip
+    assert OpenEnvStyleEnvironment.closed == 2  # the instance the tasks were read from, and the session's
