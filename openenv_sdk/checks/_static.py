@@ -40,6 +40,7 @@ __all__ = [
     "check_readme",
     "check_reserved_tool_names",
     "check_steppable",
+    "check_tasks",
     "check_tool_descriptions",
     "check_tool_schemas",
     "run_static_checks",
@@ -392,6 +393,32 @@ def check_reserved_tool_names(env: EnvFolder) -> CheckResult:
     return _ok(name, "no tool uses a reserved name")
 
 
+def check_tasks(env: EnvFolder) -> CheckResult:
+    """`tasks()` gives records with unique ids (the Task API serves them), and each split's count
+    matches the manifest's `validation.capabilities.declared_task_count`, when it has one."""
+    from ..tasks import TaskIndex
+
+    name = "environment.tasks"
+    cls = env.environment_class()
+    if cls is None:
+        return _skip(name, "no Environment subclass")
+    try:
+        splits = TaskIndex(cls.tasks()).splits()
+    except Exception as e:
+        return _fail(name, f"{cls.__name__}.tasks(): {_one_line(e)}",
+                     "Return a list of openenv_sdk.tasks.TaskRecord with unique ids (see docs/tasks.md)")
+    counts = {s.name: s.num_tasks for s in splits}
+    manifest = env.manifest()
+    validation = manifest.validation if manifest is not None else None
+    declared = validation.capabilities.declared_task_count if validation is not None else {}
+    if declared and declared != counts:
+        return _fail(name, f"validation.capabilities.declared_task_count is {declared}, tasks() gives {counts}",
+                     f"Set declared_task_count in {MANIFEST_FILENAME} to {counts}, or fix tasks()")
+    if not counts:
+        return _ok(name, "no tasks declared (optional: the Task API then lists no splits)")
+    return _ok(name, ", ".join(f"{n}: {c} tasks" for n, c in counts.items()))
+
+
 # --- the grader ---------------------------------------------------------------------------
 
 
@@ -443,6 +470,7 @@ STATIC_CHECKS: tuple[Callable[[EnvFolder], CheckResult | list[CheckResult]], ...
     check_tool_schemas,
     check_tool_descriptions,
     check_reserved_tool_names,
+    check_tasks,
     check_grader,
 )
 """Every static rule, in the order they are reported."""
