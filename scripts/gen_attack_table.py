@@ -2,6 +2,7 @@
 
     python scripts/gen_attack_table.py          # run the attacks, rewrite the table
     python scripts/gen_attack_table.py --check  # exit 1 if an attack test is missing from the table
+    python scripts/gen_attack_table.py --junit a.xml --junit b.xml  # results of earlier runs
 
 Each test in tests/security/ is one attack; its row says what it tries (the test's docstring, or
 its name), where (the file), and how it ended in the last run: `blocked` when the test passed
@@ -49,18 +50,26 @@ def attacks() -> list[tuple[str, str, str]]:
 def area(stem: str) -> str:
     if stem in AREAS:
         return AREAS[stem]
-    return stem.removeprefix("test_").removeprefix("server_").replace("_", " ") if stem.startswith("test_server") else stem
+    if stem.startswith("test_server_"):
+        return f"server ({stem.removeprefix('test_server_').replace('_', ' ')})"
+    return stem.removeprefix("test_")
 
 
 def run_results() -> dict[tuple[str, str], str]:
-    """Outcome per (file stem, test name, without parameters): blocked / WORKED / skipped."""
+    """Run tests/security; the outcome of each attack."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.xml"
         subprocess.run(
             [sys.executable, "-m", "pytest", str(TESTS), "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
             cwd=ROOT, check=False, env={**os.environ},
         )  # fmt: skip
-        outcomes: dict[tuple[str, str], str] = {}
+        return read_results([report])
+
+
+def read_results(reports: list[Path]) -> dict[tuple[str, str], str]:
+    """Outcome per (file stem, test name, without parameters): blocked / WORKED / skipped."""
+    outcomes: dict[tuple[str, str], str] = {}
+    for report in reports:
         for case in ET.parse(report).getroot().iter("testcase"):
             stem = case.get("classname", "").rsplit(".", 1)[-1]
             name = case.get("name", "").split("[", 1)[0]
@@ -72,8 +81,8 @@ def run_results() -> dict[tuple[str, str], str]:
                 outcome = "blocked"
             previous = outcomes.get((stem, name))
             if previous != "WORKED":  # one failing parameter is enough
-                outcomes[(stem, name)] = outcome if previous in (None, "blocked") else previous
-        return outcomes
+                outcomes[(stem, name)] = outcome if previous in (None, "blocked", "skipped") else previous
+    return outcomes
 
 
 def table(rows: list[tuple[str, str, str]], outcomes: dict[tuple[str, str], str]) -> str:
@@ -95,6 +104,7 @@ def table(rows: list[tuple[str, str, str]], outcomes: dict[tuple[str, str], str]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that every attack is in the table")
+    parser.add_argument("--junit", type=Path, action="append", help="take results from these junit files")
     args = parser.parse_args()
     rows = attacks()
     text = PAGE.read_text(encoding="utf-8")
@@ -105,7 +115,8 @@ def main() -> int:
         return 1 if missing else 0
     before, _, rest = text.partition(START)
     _, _, after = rest.partition(END)
-    PAGE.write_text(before + table(rows, run_results()) + after, encoding="utf-8")
+    results = read_results(args.junit) if args.junit else run_results()
+    PAGE.write_text(before + table(rows, results) + after, encoding="utf-8")
     print(f"wrote {len(rows)} attacks to {PAGE}")
     return 0
 

@@ -27,7 +27,12 @@ namespace), and nothing else (`SANDBOX_CAPABILITIES`; every other capability sta
 * `SETUID`, `SETGID`: setpriv's switch to the session's uid and gid;
 * `SETPCAP`: setpriv's drop of the bounding set (without it the command keeps a full bounding set);
 * `CHOWN`: handing session folders to the session's uid and taking them back;
-* `KILL`: killing what a session's uid left running when the session ends.
+* `KILL`: killing what a session's uid left running when the session ends;
+* `DAC_OVERRIDE`, `FOWNER`: the server (and bubblewrap, before it drops to the session's uid)
+  entering and copying folders the session's uid made private: bubblewrap's `--chdir` into a
+  session folder, a grading copy of a workspace with its modes (`cp -a`).
+
+None of them reaches agent code: setpriv clears every capability set before the command runs.
 
 `no-new-privileges` stays, and so do the engine's default seccomp profile and masked `/proc`
 paths: privileged bubblewrap needs neither `seccomp=unconfined` nor `unmask=/proc/*` (Podman) /
@@ -79,7 +84,9 @@ NetworkPolicy = Literal["none", "bridge"]
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 INTERNAL_NETWORK = "openenv-internal"
 _LOG_TAIL_LINES = 40
-SANDBOX_CAPABILITIES = ("SYS_ADMIN", "NET_ADMIN", "SETUID", "SETGID", "SETPCAP", "CHOWN", "KILL")
+SANDBOX_CAPABILITIES = (
+    "SYS_ADMIN", "NET_ADMIN", "SETUID", "SETGID", "SETPCAP", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER",
+)  # fmt: skip
 """Capabilities added (to none) for a sandboxed environment's container; see the module docstring."""
 
 

@@ -93,7 +93,7 @@ def _own_processes(ps_output: str) -> list[list[str]]:
 # --- the container and the image ------------------------------------------------------------
 
 
-CAPABILITY_BITS = {"CHOWN": 0, "KILL": 5, "SETGID": 6, "SETUID": 7, "SETPCAP": 8, "NET_ADMIN": 12, "SYS_ADMIN": 21}
+CAPABILITY_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "FOWNER": 3, "KILL": 5, "SETGID": 6, "SETUID": 7, "SETPCAP": 8, "NET_ADMIN": 12, "SYS_ADMIN": 21}
 
 
 def test_container_gets_exactly_the_sandbox_capabilities(running: tuple[str, DockerProvider]) -> None:
