@@ -577,7 +577,15 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
     ) -> CommandResult:
         """In the episode's sandbox, with the network (agent programs call a model API)."""
         self._check_playing()
-        return self._run(command, stdin=stdin, timeout_s=timeout_s, extra_env=env, wrapped=False, network=True)
+        return self._run(
+            command,
+            stdin=stdin,
+            timeout_s=timeout_s,
+            extra_env=env,
+            wrapped=False,
+            network=True,
+            mounts=_agents_dir_mounts(env),
+        )
 
     def agent_home(self) -> str:
         self._check_playing()
@@ -615,6 +623,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         extra_env: dict[str, str] | None = None,
         wrapped: bool = True,
         network: bool = False,
+        mounts: list[Mount] | None = None,
     ) -> CommandResult:
         """Run one command in the session's shell (or, `wrapped=False`, plainly in the workspace root)."""
         sandbox = self._sandbox
@@ -639,7 +648,12 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         else:
             argv = command
         return sandbox.run(
-            argv, cwd=sandbox.workspace, env=env, stdin=stdin, timeout_s=timeout_s, mounts=self._mounts, network=network
+            argv, cwd=sandbox.workspace,
+            env=env,
+            stdin=stdin,
+            timeout_s=timeout_s,
+            mounts=[*self._mounts, *(mounts or [])],
+            network=network,
         )
 
     def _close_sandbox(self) -> None:
@@ -661,6 +675,19 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             f"- submit(): say you are done (the episode ends).\n"
             f"Nothing is interactive: stdin is empty, and git uses no editor or pager."
         )
+
+
+def _agents_dir_mounts(env: dict[str, str]) -> list[Mount]:
+    """The orchestrator's pre-installed agents folder (`OPENENV_AGENTS_DIR`), read-only in the sandbox.
+
+    Read-only so that no episode's agent can change the program a later episode runs: install
+    the agent there on the host first (the spec's install command finds it and does nothing).
+    Without `OPENENV_AGENTS_DIR` each episode installs it into the sandbox's own `/tmp`.
+    """
+    folder = env.get("OPENENV_AGENTS_DIR")
+    if not folder or not os.path.isabs(folder) or not os.path.isdir(folder):
+        return []
+    return [Mount(source=Path(folder), writable=False)]
 
 
 def _check_result(result: CommandResult, *, failed: list[str] | None = None) -> dict[str, Any]:
