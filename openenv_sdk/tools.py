@@ -117,6 +117,16 @@ def collect_tools(cls: type) -> dict[str, ToolSpec]:
                 spec = _build_spec(cls, attr, value, tag)
                 specs = {k: v for k, v in specs.items() if v.method_name != attr}
                 specs[spec.name] = spec
+    for spec in specs.values():
+        # an override without @tool would run with the base's argument schema: refuse it
+        final = inspect.getattr_static(cls, spec.method_name, None)
+        if not isinstance(getattr(final, _TOOL_TAG, None), _ToolTag):
+            owner = next(k for k in cls.__mro__ if spec.method_name in vars(k))
+            raise EnvironmentDefinitionError(
+                f"{owner.__name__}.{spec.method_name} overrides the tool {spec.name!r} without @tool: its "
+                f"arguments would be checked against the base's schema. Decorate the override with @tool "
+                f"(it may change the arguments), or give the method another name."
+            )
     return specs
 
 

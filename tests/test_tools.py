@@ -92,6 +92,31 @@ def test_name_and_description_options() -> None:
     assert Env.tool_specs["run.code"].method_name == "run_code"
 
 
+def test_an_override_keeps_being_a_tool_only_with_the_decorator() -> None:
+    class Base(Environment):
+        @tool
+        def guess(self, word: str) -> str:
+            """Guess a word."""
+            return word
+
+    class Decorated(Base):
+        @tool
+        def guess(self, word: str, strict: bool = False) -> str:
+            """Guess a word, strictly."""
+            return word.upper()
+
+    assert set(Decorated.tool_specs["guess"].input_schema["properties"]) == {"word", "strict"}
+    assert Decorated.tool_specs["guess"].description == "Guess a word, strictly."
+
+    with pytest.raises(EnvironmentDefinitionError) as refused:
+
+        class Plain(Base):
+            def guess(self, word: str, strict: bool = False) -> str:
+                return word
+
+    assert "Plain.guess overrides the tool 'guess' without @tool" in str(refused.value)
+
+
 def test_validate_arguments_coerces_and_refuses() -> None:
     spec = ProbeEnv.tool_specs["add"]
     assert spec.validate_arguments({"a": "2"}) == {"a": 2, "b": 0}
