@@ -4,9 +4,13 @@
     ├── EnvironmentDefinitionError   a class that breaks the authoring contract (raised at class definition)
     ├── ManifestError                openenv.yaml is missing, malformed or has wrong types
     ├── ServerError                  a server answered with a typed error (carries `code`)
-    │   ├── InvalidActionError       VALIDATION_ERROR: the action failed its schema
+    │   ├── RequestError             INVALID_JSON / UNKNOWN_TYPE / MESSAGE_TOO_LARGE: unreadable request
+    │   ├── InvalidActionError       VALIDATION_ERROR / UNKNOWN_CALL: the action failed its schema
+    │   ├── ExecutionError           EXECUTION_ERROR / FACTORY_ERROR: the environment raised
+    │   ├── ServerTimeout            TIMEOUT: the environment took longer than the server allows
     │   ├── CapacityError            CAPACITY_REACHED: the server holds its maximum of sessions
-    │   ├── SessionError             SESSION_NOT_FOUND / SESSION_REQUIRED / SESSION_ERROR
+    │   ├── SessionError             SESSION_NOT_FOUND / SESSION_REQUIRED / SESSION_ERROR / NOT_RESET / SESSION_BUSY
+    │   ├── AuthenticationError      UNAUTHORIZED: a missing or wrong orchestrator token
     │   └── ToolCallError            an MCP tool call was refused (unknown tool, unbound session)
     ├── TransportError               the connection failed or closed under a request
     │   └── RequestTimeout           no answer within the client's `timeout_s`
@@ -16,26 +20,34 @@
 
 A bad action or a failing tool is data for the caller, not a crash of the server: servers
 send these as typed errors and keep the session; clients raise them with the server's code.
+`error_class(code)` is the one table from wire code to class; every `ErrorCode` has its entry.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .types import ErrorCode
+
 __all__ = [
+    "AuthenticationError",
     "CapacityError",
     "ClientStateError",
     "ContainerError",
     "EnvironmentDefinitionError",
+    "ExecutionError",
     "InvalidActionError",
     "ManifestError",
     "OpenEnvError",
     "ProviderError",
+    "RequestError",
     "RequestTimeout",
     "ServerError",
+    "ServerTimeout",
     "SessionError",
     "ToolCallError",
     "TransportError",
+    "error_class",
 ]
 
 
@@ -68,8 +80,24 @@ class ServerError(OpenEnvError):
         return f"[{self.code}] {self.args[0]}"
 
 
+class RequestError(ServerError):
+    """The server could not read the request: not JSON, an unknown message type, or too large."""
+
+
 class InvalidActionError(ServerError):
-    """The action did not validate against the environment's action schema."""
+    """The action (or an orchestrator call's name or arguments) did not validate."""
+
+
+class ExecutionError(ServerError):
+    """The environment raised while handling the request (or could not be created); the session goes on."""
+
+
+class ServerTimeout(ServerError):
+    """The environment took longer than the server allows for the request."""
+
+
+class AuthenticationError(ServerError):
+    """The request lacked the orchestrator token, or carried a wrong one."""
 
 
 class CapacityError(ServerError):
@@ -77,7 +105,7 @@ class CapacityError(ServerError):
 
 
 class SessionError(ServerError):
-    """The session is missing, unknown, expired, or failed."""
+    """The session is missing, unknown, expired, not reset yet, busy with another call, or failed."""
 
 
 class ToolCallError(ServerError):
@@ -102,3 +130,31 @@ class ProviderError(OpenEnvError):
 
 class ContainerError(ProviderError):
     """The container engine is unreachable, or building or running an image failed."""
+
+
+_CLASS_BY_CODE: dict[ErrorCode, type[ServerError]] = {
+    ErrorCode.INVALID_JSON: RequestError,
+    ErrorCode.UNKNOWN_TYPE: RequestError,
+    ErrorCode.MESSAGE_TOO_LARGE: RequestError,
+    ErrorCode.VALIDATION_ERROR: InvalidActionError,
+    ErrorCode.UNKNOWN_CALL: InvalidActionError,
+    ErrorCode.EXECUTION_ERROR: ExecutionError,
+    ErrorCode.FACTORY_ERROR: ExecutionError,
+    ErrorCode.TIMEOUT: ServerTimeout,
+    ErrorCode.CAPACITY_REACHED: CapacityError,
+    ErrorCode.SESSION_ERROR: SessionError,
+    ErrorCode.SESSION_NOT_FOUND: SessionError,
+    ErrorCode.SESSION_REQUIRED: SessionError,
+    ErrorCode.NOT_RESET: SessionError,
+    ErrorCode.SESSION_BUSY: SessionError,
+    ErrorCode.UNAUTHORIZED: AuthenticationError,
+}
+
+
+def error_class(code: str) -> type[ServerError]:
+    """The `ServerError` subclass for a wire error code; `ServerError` itself for a code this SDK
+    does not know (a newer or foreign server)."""
+    try:
+        return _CLASS_BY_CODE[ErrorCode(code)]
+    except ValueError:
+        return ServerError

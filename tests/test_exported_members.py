@@ -10,13 +10,14 @@ import openenv_sdk.server
 
 def test_top_level_api() -> None:
     assert sorted(openenv_sdk.__all__) == [
-        "Action", "AsyncEnvClient", "AsyncGenericEnvClient", "CallToolAction", "CallToolObservation",
-        "CapacityError", "ClientStateError", "ContainerError", "DockerProvider", "EnvClient", "Environment",
-        "EnvironmentDefinitionError", "GenericEnvClient", "Grader", "InvalidActionError",
-        "ListToolsAction", "ListToolsObservation", "LocalProcessProvider", "ManifestError", "Observation",
-        "OpenEnvError", "Provider", "ProviderError", "RequestTimeout", "Score", "ServerConfig", "ServerError",
-        "SessionError", "State", "StepResult", "ToolCallAction", "ToolCallError", "ToolError", "ToolErrorType",
-        "TransportError", "agrade", "create_app", "grade", "orchestrator", "reward", "tool",
+        "Action", "AsyncEnvClient", "AsyncGenericEnvClient", "AuthenticationError", "CallToolAction",
+        "CallToolObservation", "CapacityError", "ClientStateError", "ContainerError", "DockerProvider", "EnvClient",
+        "Environment", "EnvironmentDefinitionError", "ExecutionError", "GenericEnvClient", "Grader",
+        "InvalidActionError", "ListToolsAction", "ListToolsObservation", "LocalProcessProvider", "ManifestError",
+        "Observation", "OpenEnvError", "Provider", "ProviderError", "RequestError", "RequestTimeout", "Score",
+        "ServerConfig", "ServerError", "ServerTimeout", "SessionError", "State", "StepResult", "ToolCallAction",
+        "ToolCallError", "ToolError", "ToolErrorType", "TransportError", "agrade", "create_app", "grade",
+        "orchestrator", "reward", "tool"
     ]  # fmt: skip
     for name in openenv_sdk.__all__:
         assert getattr(openenv_sdk, name) is not None, name

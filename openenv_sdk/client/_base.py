@@ -31,6 +31,7 @@ from ..errors import (
     SessionError,
     ToolCallError,
     TransportError,
+    error_class,
 )
 from ..providers.base import OrchestratorTokenHolder
 from ..tools import validation_message
@@ -86,16 +87,6 @@ _REPLY_TYPE = {
     "mcp": "mcp",
 }
 
-_ERRORS_BY_CODE: dict[str, type[ServerError]] = {
-    "VALIDATION_ERROR": InvalidActionError,
-    "CAPACITY_REACHED": CapacityError,
-    "SESSION_NOT_FOUND": SessionError,
-    "SESSION_REQUIRED": SessionError,
-    "SESSION_ERROR": SessionError,
-    "UNKNOWN_TOOL": ToolCallError,
-    "TOOL_TIMEOUT": ToolCallError,
-}
-
 _ENDS_CONNECTION = frozenset({"CAPACITY_REACHED", "SESSION_ERROR"})
 """Error codes after which the server closes the WebSocket (capacity at connect, idle reaper)."""
 
@@ -113,7 +104,7 @@ def server_error(payload: Any) -> ServerError:
     details = {k: v for k, v in payload.items() if k not in ("message", "code")}
     code = str(payload.get("code") or "UNKNOWN")
     message = str(payload.get("message") or "The server answered with an error and no message")
-    return _ERRORS_BY_CODE.get(code, ServerError)(message, code=code, details=details)
+    return error_class(code)(message, code=code, details=details)
 
 
 def _check_timeout(name: str, value: float) -> float:
