@@ -104,7 +104,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **task: Any) -> ObsT:
         """Start a new episode and return its first observation."""
-        self._state = self.state_type(episode_id=episode_id or uuid.uuid4().hex)
+        self.state = self.state_type(episode_id=episode_id or uuid.uuid4().hex)
         self.episode_done = False
         return typing.cast(ObsT, self.observation_type())
 
@@ -121,6 +121,16 @@ class Environment(Generic[ActT, ObsT, StateT]):
         if self._state is None:
             self._state = self.state_type()
         return typing.cast(StateT, self._state)
+
+    @state.setter
+    def state(self, value: StateT) -> None:
+        """Replace the episode's state (in `reset`, typically): an instance of `state_type`."""
+        if not isinstance(value, self.state_type):
+            raise TypeError(
+                f"{type(self).__name__}.state must be a {self.state_type.__name__} (its state_type), "
+                f"got {type(value).__name__}"
+            )
+        self._state = value
 
     def close(self) -> None:
         """Free what the environment holds. Called once when its session ends."""

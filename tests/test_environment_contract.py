@@ -173,6 +173,18 @@ def test_default_reset_starts_an_episode() -> None:
     assert fresh.state.episode_id and len(fresh.state.episode_id) == 32
 
 
+def test_state_is_set_through_the_public_property_with_its_type_checked() -> None:
+    class Env(Environment[ProbeAction, ProbeObservation, ProbeState]):
+        pass
+
+    env = Env()
+    env.state = ProbeState(episode_id="mine")
+    assert env.state.episode_id == "mine"
+    with pytest.raises(TypeError, match=r"Env.state must be a ProbeState \(its state_type\), got State"):
+        env.state = State(episode_id="wrong type")
+    assert env.state.episode_id == "mine"
+
+
 def test_tool_call_action_refuses_unknown_fields() -> None:
     with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         ToolCallAction.model_validate({"tool": "echo", "arguments": {}, "argumnets": {}})

@@ -217,7 +217,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         self._sandbox = self._new_session(task)
         self._task = task
         workspace = self._sandbox.workspace
-        self._state = CodingState(
+        self.state = CodingState(
             episode_id=episode_id or f"coding-{task.id}-{secrets.token_hex(4)}",
             task_id=task.id,
             title=task.title,

@@ -35,7 +35,7 @@ class EchoEnvironment(Environment[EchoAction, EchoObservation, EchoState]):
     BLOCKING = False  # every method is quick and never blocks: run on the event loop
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **task: Any) -> EchoObservation:
-        self._state = EchoState(episode_id=episode_id or f"echo-{seed if seed is not None else 0}")
+        self.state = EchoState(episode_id=episode_id or f"echo-{seed if seed is not None else 0}")
         return EchoObservation(echoed_message="Echo environment ready!")
 
     def step(self, action: EchoAction) -> EchoObservation:

@@ -153,7 +153,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         info = pick_task(task_id, seed)
         self._dirs = host().new_session(info.repo_path)
         self._task = info
-        self._state = MiniSweState(
+        self.state = MiniSweState(
             episode_id=episode_id or f"{info.task_id}-{uuid.uuid4().hex[:12]}", task_id=info.task_id, repo=info.repo
         )
         self.episode_done = False

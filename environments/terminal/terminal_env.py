@@ -39,6 +39,7 @@ import random
 import secrets
 import shutil
 import string
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -188,6 +189,17 @@ class TerminalTask(BaseModel):
     category: Literal["files", "text", "config", "git", "scripting", "permissions", "archives"]
     difficulty: Literal["easy", "medium", "hard"]
     prompt: str = Field(min_length=1, description="What the agent is asked to do, as it reads it.")
+    workdir: str | None = Field(
+        default=None,
+        pattern=r"^/[A-Za-z0-9._/-]+$",
+        description="Where the workspace appears in the sandbox, in the agent's shell and in the check "
+        "(a Harbor task's WORKDIR, such as /app); default: its own path.",
+    )
+    harbor: bool = Field(
+        default=False,
+        description="Imported from a Harbor task (`openenv harbor import`): during the check, the check "
+        "files' `tests/` folder is at /tests and /logs is writable, as Harbor's verifier expects.",
+    )
 
     @property
     def folder(self) -> Path:
@@ -325,7 +337,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         self._mounts: list[Mount] = []
         self._tmpdir = "/tmp"
         self._task: TerminalTask | None = None
-        self._state = TerminalState()
+        self.state = TerminalState()
 
     # --- the orchestrator's verbs ------------------------------------------------------
 
@@ -371,8 +383,8 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         except BaseException:
             self._close_sandbox()
             raise
-        work = self._sandbox.workspace
-        self._state = TerminalState(
+        work = Path(chosen.workdir) if chosen.workdir else self._sandbox.workspace
+        self.state = TerminalState(
             episode_id=episode_id or f"terminal-{task_id}-{secrets.token_hex(4)}",
             task_id=task_id,
             category=chosen.category,
@@ -400,6 +412,8 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
         _give_contents(sandbox, home)
         self._mounts = _account_files(sandbox, home)
+        if task.workdir:
+            self._mounts.append(Mount(source=sandbox.workspace, target=Path(task.workdir), writable=True))
         if _shows_tmp(sandbox):
             self._mounts.append(Mount(source=tmp, target=Path("/tmp"), writable=True))
             self._tmpdir = "/tmp"
@@ -550,6 +564,11 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             return _check_result(copied, failed=["copy the workspace"])
         grader.make_dir("work")  # `cp -a` gave it the session's owner and mode
         _give_contents(grader, grader.workspace)
+        task = self._task
+        assert task is not None
+        mounts = [Mount(source=check_dir, writable=False)]
+        if task.workdir:
+            mounts.append(Mount(source=grader.workspace, target=Path(task.workdir), writable=True))
         env = {
             "PATH": PATH,
             "HOME": str(home),
@@ -557,16 +576,23 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             "TERM": "dumb",
             "TMPDIR": str(tmp),
             "CHECK_DIR": str(check_dir),
-            "WORKSPACE": str(grader.workspace),
+            "WORKSPACE": task.workdir or str(grader.workspace),
             **CHECK_SAFETY_ENV,
         }
+        if task.harbor:
+            # Harbor's verifier layout; `PYTHON` is the server's interpreter (bound read-only in
+            # every sandbox), for tests run with pytest without the network their test.sh used.
+            if (check_dir / "tests").is_dir():
+                mounts.append(Mount(source=check_dir / "tests", target=Path("/tests"), writable=False))
+            mounts.append(Mount(source=grader.make_dir("logs"), target=Path("/logs"), writable=True))
+            env["PYTHON"] = sys.executable
         result = grader.run(
             command,
             cwd=grader.workspace,
             env=env,
             timeout_s=timeout_s,
             max_output_bytes=MAX_CHECK_OUTPUT_BYTES,
-            mounts=[Mount(source=check_dir, writable=False)],
+            mounts=mounts,
         )
         return _check_result(result)
 
@@ -595,17 +621,22 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
     def agent_workdir(self) -> str:
         self._check_playing()
         assert self._sandbox is not None
-        return str(self._sandbox.workspace)
+        return self._workdir()
 
     def agent_instruction(self) -> str:
         self._check_playing()
         assert self._task is not None and self._sandbox is not None
         return (
-            f"{self._task.prompt.strip()}\n\nYour working directory is {self._sandbox.workspace}: "
+            f"{self._task.prompt.strip()}\n\nYour working directory is {self._workdir()}: "
             f"when you are done, the files there are checked. Nothing is interactive and there is no network."
         )
 
     # --- internals ---------------------------------------------------------------------
+
+    def _workdir(self) -> str:
+        """The workspace as the agent sees it: the task's `workdir`, else its own path."""
+        assert self._sandbox is not None
+        return (self._task.workdir if self._task else None) or str(self._sandbox.workspace)
 
     def _check_playing(self) -> None:
         if self._sandbox is None:
@@ -643,7 +674,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             **(extra_env or {}),
         }
         if wrapped:
-            env.update({"__OE_ROOT": str(sandbox.workspace), "__OE_STATE": str(sandbox.root / "state")})
+            env.update({"__OE_ROOT": self._workdir(), "__OE_STATE": str(sandbox.root / "state")})
             argv: str | list[str] = ["/bin/bash", "-c", WRAPPER, "bash", command, *(args or [])]
         else:
             argv = command

@@ -96,7 +96,7 @@ class WordleEnvironment(Environment[WordleAction, WordleObservation, WordleState
         if not 0 <= task_id < len(words):
             raise ValueError(f"task_id must be in [0, {len(words)}), got {task_id}")
         self._answer = words[task_id]
-        self._state = WordleState(episode_id=episode_id or f"wordle-{task_id}", task_id=task_id)
+        self.state = WordleState(episode_id=episode_id or f"wordle-{task_id}", task_id=task_id)
         self.episode_done = False
         return WordleObservation(
             message=f"Guess the {WORD_LENGTH}-letter word in {MAX_GUESSES} tries. Feedback per letter: "

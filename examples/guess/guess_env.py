@@ -59,7 +59,7 @@ class GuessEnvironment(Environment[GuessAction, GuessObservation, GuessState]):
         if not 1 <= target <= high:
             raise ValueError(f"target must be in [1, {high}], got {target}")
         # The episode id is public (the agent may see it): it must never carry the answer.
-        self._state = GuessState(
+        self.state = GuessState(
             episode_id=episode_id or f"guess-{secrets.token_hex(4)}", target=target, high=high, max_guesses=max_guesses
         )
         self.episode_done = False
