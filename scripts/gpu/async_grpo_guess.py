@@ -64,6 +64,39 @@ class CountingBackend:
         return await self.inner.aclose()
 
 
+class TimedTransfer:
+    """TRL's own NCCL `WeightTransferClient`, timed per sync, with the logprob probes around each sync
+    (the same `before`/`after` hooks `VLLMReloadWeightTransfer` calls)."""
+
+    def __init__(self, inner, before, after):
+        self.inner, self.before, self.after = inner, before, after
+        self.timings: list[dict] = []
+        self._t0 = self._send_s = 0.0
+
+    def init_weight_transfer(self):
+        t0 = time.perf_counter()
+        self.inner.init_weight_transfer()
+        self.timings.append({"nccl_init_s": time.perf_counter() - t0})
+
+    def pause(self):
+        self.before()
+        self._t0 = time.perf_counter()
+        self.inner.pause()
+
+    def send_weights(self, iterator):
+        t0 = time.perf_counter()
+        self.inner.send_weights(iterator)
+        self._send_s = time.perf_counter() - t0
+
+    def resume(self):
+        self.inner.resume()
+        self.timings.append({"send_s": self._send_s, "total_s": time.perf_counter() - self._t0})
+        self.after()
+
+    def destroy(self):
+        self.inner.destroy()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--model-dir", default="/tmp/smollm2")
@@ -82,6 +115,10 @@ def main() -> None:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--probe-every", type=int, default=5)
     p.add_argument("--time-limit-s", type=float, default=0, help="stop training after this many seconds (0: off)")
+    p.add_argument("--transfer", choices=["reload", "nccl"], default="reload",
+                   help="reload: one GPU shared with vLLM, weights through /dev/shm (VLLMReloadWeightTransfer); "
+                        "nccl: vLLM on another GPU (serve-vllm.sh with TRANSFER=nccl), TRL's own NCCL "
+                        "WeightTransferClient (see train-2gpu.sh)")
     p.add_argument("--smoke", action="store_true",
                    help="CPU wiring check without vLLM: generation by a second in-process copy of the policy, "
                         "weights copied into it at each sync")
@@ -267,7 +304,9 @@ def main() -> None:
             log("logprob probe", rec)
         sync_count[0] += 1
 
-    if cuda:
+    if cuda and args.transfer == "nccl":
+        transfer = None  # TRL builds its NCCL WeightTransferClient; wrapped below once the trainer exists
+    elif cuda:
         transfer = VLLMReloadWeightTransfer(args.vllm_url, folder="/dev/shm/openenv-policy", dtype="bfloat16",
                                             before_sync=before, after_sync=after)
     else:
@@ -338,6 +377,9 @@ def main() -> None:
     placeholder = Dataset.from_dict({"prompt": [guess_messages()] * 8})
     trainer = AsyncGRPOTrainer(model=str(init_dir), args=config, train_dataset=placeholder, processing_class=tokenizer,
                                rollout_worker=worker, weight_transfer=transfer, callbacks=[Recorder()])
+    if transfer is None:
+        transfer = TimedTransfer(trainer.weight_transfer, before, after)
+        trainer.weight_transfer = transfer
     use_sdpa_tree_attention()
     holder["trainer"] = trainer
     log(f"trainer built ({time.monotonic() - t_start:.0f} s since start); attention:",
