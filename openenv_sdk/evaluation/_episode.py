@@ -1,0 +1,180 @@
+"""One episode at the chat level: the policy's tool calls go to the environment over MCP, and the
+host-side grader grades it.
+
+    reset(**task.reset_kwargs) -> the first observation, rendered as the user message
+    loop: policy turn -> each tool call through the session's MCP binding -> tool messages
+    until the policy answers without a tool call, or `max_turns` turns
+    grade (host-side) -> reward, components, passed
+
+`openenv eval` and `openenv collect` run every episode through `play_episode`. (The trainers'
+`openenv_trainers.episode` is its token-level twin: it samples from token ids itself.)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ToolCallError
+from ..rubric import agrade
+from ._policy import Policy, TurnContext
+from ._records import EpisodeRecord, PlannedEpisode, TurnTokens
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "EpisodeConfig", "observation_text", "openai_tools", "play_episode", "tool_result_text"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an agent acting in an environment through its tools. Call the tools to complete the task. "
+    "When you are done, answer without calling a tool."
+)
+# Observation fields that are the protocol's, not the task's.
+_PROTOCOL_FIELDS = frozenset({"metadata", "done", "reward"})
+# Fields read as the task's text, shown first and without a label.
+_TEXT_FIELDS = ("prompt", "message", "instructions", "text")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeConfig:
+    """How an episode is played and judged."""
+
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    """The system message; None sends none."""
+    max_turns: int = 10
+    """The most assistant turns; an episode still calling tools after them stops (`max_turns`)."""
+    pass_threshold: float = 1.0
+    """An episode passes (for pass@k) when its reward is at least this."""
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
+
+
+def openai_tools(tools: Iterable[Any]) -> list[dict[str, Any]]:
+    """OpenAI function schemas from the server's tools (`ToolSchema`s from `/schema`, MCP `Tool`s, or dicts)."""
+    out = []
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            name, description = tool["name"], tool.get("description") or ""
+            parameters = tool.get("input_schema") or tool.get("inputSchema")
+        else:
+            name, description = tool.name, tool.description or ""
+            parameters = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None)
+        parameters = parameters or {"type": "object", "properties": {}}
+        out.append({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+    return out
+
+
+def observation_text(observation: Mapping[str, Any]) -> str:
+    """The first observation as the user message: its text fields (`prompt`, `message`, ...)
+    first, then every other non-empty field as `name: value`."""
+    fields = {k: v for k, v in observation.items() if k not in _PROTOCOL_FIELDS and v not in (None, "", [], {})}
+    parts = [fields.pop(k) for k in _TEXT_FIELDS if isinstance(fields.get(k), str)]
+    rest = [f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in fields.items()]
+    if rest:
+        parts.append("\n".join(rest))
+    return "\n\n".join(parts) or "Start."
+
+
+def tool_result_text(result: Any) -> tuple[str, bool]:
+    """The text of an MCP `CallToolResult` as the policy sees it, and whether the tool failed."""
+    failed = bool(getattr(result, "is_error", False) or getattr(result, "isError", False))
+    parts = []
+    for block in getattr(result, "content", None) or []:
+        text = getattr(block, "text", None)
+        parts.append(text if text is not None else json.dumps(block.model_dump(mode="json")))
+    if not parts:
+        structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+        if structured is not None:
+            parts.append(json.dumps(structured))
+    return "\n".join(parts), failed
+
+
+async def play_episode(
+    record: EpisodeRecord,
+    client: Any,
+    policy: Policy,
+    planned: PlannedEpisode,
+    *,
+    tools: list[dict[str, Any]],
+    rubric: Any,
+    config: EpisodeConfig,
+) -> EpisodeRecord:
+    """Play `planned` in `client`'s session (an `AsyncGenericEnvClient`) and grade it, filling `record`.
+
+    `record` is filled as the episode goes, so when this raises, it holds the conversation so far.
+
+    Raises:
+        openenv_sdk.errors.OpenEnvError: the environment or the policy failed (a tool that
+            fails, an unknown tool, or arguments that are not JSON are not errors: the policy
+            sees the message as the tool's result).
+    """
+    started = time.monotonic()
+    record.tools = tools
+    t0 = time.monotonic()
+    first = await client.reset(**planned.reset_kwargs)
+    record.env_s += time.monotonic() - t0
+    if config.system_prompt is not None:
+        record.messages.append({"role": "system", "content": config.system_prompt})
+    record.messages.append({"role": "user", "content": observation_text(first.observation)})
+
+    while True:
+        context = TurnContext(
+            key=planned.key, task_id=planned.task_id, attempt=planned.attempt, turn=record.turns, task=planned.task
+        )
+        t0 = time.monotonic()
+        turn = await policy.act([dict(m) for m in record.messages], tools, context)
+        record.policy_s += time.monotonic() - t0
+        record.messages.append(turn.message)
+        record.prompt_tokens += turn.prompt_tokens
+        record.completion_tokens += turn.completion_tokens
+        if turn.token_ids is not None or turn.logprobs is not None:
+            record.tokens.append(
+                TurnTokens(turn=record.turns, prompt_token_ids=turn.prompt_token_ids, token_ids=turn.token_ids,
+                           logprobs=turn.logprobs)
+            )  # fmt: skip
+        record.turns += 1
+        calls = turn.message.get("tool_calls") or []
+        if not calls:
+            record.stop_reason = "length" if turn.finish_reason == "length" else "no_tool_calls"
+            break
+        for call in calls:
+            t0 = time.monotonic()
+            text = await _call_tool(record, client, call)
+            record.env_s += time.monotonic() - t0
+            record.messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+        if record.turns >= config.max_turns:
+            record.stop_reason = "max_turns"
+            break
+
+    t0 = time.monotonic()
+    score = await agrade(rubric, client)
+    record.env_s += time.monotonic() - t0
+    record.reward = float(score.value)
+    record.reward_components = {k: float(v) for k, v in score.components.items()}
+    record.passed = record.reward >= config.pass_threshold
+    record.duration_s = time.monotonic() - started
+    return record
+
+
+async def _call_tool(record: EpisodeRecord, client: Any, call: Mapping[str, Any]) -> str:
+    """Run one tool call; a policy's mistake comes back as the tool's result, counted in `tool_errors`."""
+    record.tool_calls += 1
+    name = call["function"]["name"]
+    try:
+        arguments = json.loads(call["function"]["arguments"] or "{}")
+    except ValueError as e:
+        record.tool_errors += 1
+        return f"error: the arguments of {name!r} are not valid JSON ({e}); send a JSON object"
+    if not isinstance(arguments, dict):
+        record.tool_errors += 1
+        return f"error: the arguments of {name!r} must be a JSON object, got {type(arguments).__name__}"
+    try:
+        result = await client.call_tool(name, **arguments)
+    except ToolCallError as e:  # an unknown tool: the policy's mistake, told to it
+        record.tool_errors += 1
+        return f"error: {e}"
+    text, failed = tool_result_text(result)
+    record.tool_errors += failed
+    return text

@@ -1,0 +1,138 @@
+"""What one episode leaves behind (`EpisodeRecord`), and the JSONL file that holds a run's episodes.
+
+The file is append-only: a record is written as soon as its episode ends, so an interrupted run
+keeps what it finished, and a later run over the same file skips those episodes (`done_keys`).
+A record whose episode failed is kept too, with its `error`; it is not done, so a resumed run
+plays it again and the newer record wins.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["EpisodeLog", "EpisodeRecord", "PlannedEpisode", "TurnTokens"]
+
+
+class PlannedEpisode(BaseModel):
+    """One episode to play: a task (from the Task API, or a seed) and which attempt at it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    split: str | None = None
+    attempt: int = Field(ge=0, description="0-based: the attempt's position among the task's rollouts.")
+    reset_kwargs: dict[str, Any] = Field(default_factory=dict)
+    task: dict[str, Any] = Field(default_factory=dict, description="The task's public fields, as served.")
+
+    @property
+    def key(self) -> str:
+        """What identifies the episode in a results file (resuming skips a key already done)."""
+        return f"{self.task_id}#{self.attempt}"
+
+
+class TurnTokens(BaseModel):
+    """The tokens of one assistant turn, when the policy gives them (a local policy, or a server
+    that returns token ids and logprobs, as vLLM does with `return_token_ids` and `logprobs`)."""
+
+    turn: int = Field(ge=0, description="0-based index of the assistant turn in the episode.")
+    prompt_token_ids: list[int] | None = None
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = Field(default=None, description="The sampled tokens' logprobs, one per token.")
+
+
+class EpisodeRecord(BaseModel):
+    """One episode: the conversation, the grade, and what it cost. `error` is set when it failed."""
+
+    key: str
+    task_id: str
+    split: str | None = None
+    attempt: int = 0
+    reset_kwargs: dict[str, Any] = Field(default_factory=dict)
+    env: str = ""
+    policy: str = ""
+    model: str = ""
+    messages: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="OpenAI chat messages: system, user (the task), then assistant turns and tool results.",
+    )
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="The tools offered, as OpenAI function schemas.")
+    tokens: list[TurnTokens] = Field(default_factory=list, description="Per assistant turn, when the policy gives them.")
+    reward: float | None = None
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    passed: bool | None = Field(default=None, description="reward >= the run's pass threshold (None when not graded).")
+    error: str | None = Field(default=None, description="Why the episode failed; its reward is then None.")
+    stop_reason: str = Field(default="", description="no_tool_calls, max_turns, length or error.")
+    turns: int = 0
+    tool_calls: int = 0
+    tool_errors: int = Field(default=0, description="Tool calls that failed (a tool error, unknown tool, bad arguments).")
+    prompt_tokens: int = Field(default=0, description="As the policy's `usage` reported, summed over turns.")
+    completion_tokens: int = 0
+    policy_s: float = Field(default=0.0, description="Seconds spent waiting for the policy.")
+    env_s: float = Field(default=0.0, description="Seconds spent in the environment (reset, tools, grading).")
+    duration_s: float = 0.0
+    finished_at: str = ""
+
+    @classmethod
+    def start(cls, planned: PlannedEpisode, *, env: str, policy: str, model: str) -> EpisodeRecord:
+        return cls(
+            key=planned.key,
+            task_id=planned.task_id,
+            split=planned.split,
+            attempt=planned.attempt,
+            reset_kwargs=dict(planned.reset_kwargs),
+            env=env,
+            policy=policy,
+            model=model,
+        )
+
+
+class EpisodeLog:
+    """A run's `episodes.jsonl`: read what earlier runs left, append each episode as it ends."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.unreadable_lines = 0
+        """Lines `load()` skipped: a line cut short by a crash, or not a record."""
+
+    def load(self) -> dict[str, EpisodeRecord]:
+        """The records by key; when a key appears twice, the later line wins."""
+        records: dict[str, EpisodeRecord] = {}
+        self.unreadable_lines = 0
+        if not self.path.is_file():
+            return records
+        with self.path.open(encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    record = EpisodeRecord.model_validate(json.loads(line))
+                except (ValueError, ValidationError):
+                    self.unreadable_lines += 1
+                    continue
+                records[record.key] = record
+        return records
+
+    def done_keys(self) -> set[str]:
+        """Keys of the episodes that ended without an error (a resumed run skips them)."""
+        return {key for key, record in self.load().items() if record.error is None}
+
+    def append(self, record: EpisodeRecord) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("ab") as f:
+            # A line cut short by a crash must not swallow the next record.
+            lead = b"\n" if f.tell() and not self._ends_with_newline() else b""
+            f.write(lead + record.model_dump_json().encode() + b"\n")
+
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as f:
+            f.seek(-1, 2)
+            return f.read(1) == b"\n"
+
+    def extend(self, records: Iterable[EpisodeRecord]) -> None:
+        for record in records:
+            self.append(record)
