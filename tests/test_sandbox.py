@@ -99,3 +99,27 @@ def test_commands_start_in_a_workspace_only_the_sandbox_user_can_enter(tmp_path:
     private.mkdir(mode=0o700)
     shutil.chown(private, "nobody", "nogroup")
     assert run_command("pwd", cwd=private).stdout == f"{private}\n"
+
+
+def test_a_mount_inside_a_writable_mount_is_reachable_by_the_session_user(tmp_path: Path) -> None:
+    """The folders above a mount that lie inside another bind are made 0755, not bubblewrap's 0700."""
+    from openenv_sdk.sandbox import Mount, Sandbox, isolation_mode
+
+    isolation_mode()
+    scratch, shared = tmp_path / "scratch", tmp_path / "shared"
+    scratch.mkdir()
+    shared.mkdir()
+    (shared / "tool.txt").write_text("installed\n")
+    os.chmod(tmp_path, 0o755)
+    sandbox = Sandbox(limits=SandboxLimits(timeout_s=20), name="nested-mount")
+    try:
+        mounts = [
+            Mount(source=scratch, target=Path("/scratch"), writable=True),
+            Mount(source=shared, target=Path("/scratch/deep/cache/shared")),
+        ]
+        result = sandbox.run("cat /scratch/deep/cache/shared/tool.txt; stat -c %a /scratch/deep /scratch/deep/cache", mounts=mounts)
+        assert result.exit_code == 0, result.render()
+        assert result.stdout.split() == ["installed", "755", "755"]
+        assert (scratch / "deep" / "cache").is_dir()  # made in the writable bind, where it belongs
+    finally:
+        sandbox.close()

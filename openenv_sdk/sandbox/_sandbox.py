@@ -79,16 +79,23 @@ def _runtime_dirs() -> list[str]:
     return kept
 
 
-def _parent_dirs(target: str, covered: list[str]) -> list[str]:
+def _parent_dirs(target: str, covered: list[str], sources: dict[str, str] | None = None) -> list[str]:
     """`--dir` operations for the folders above `target` that bubblewrap would otherwise make
     itself: as root it makes them 0700, so the session user could not reach the mount. Folders
-    inside something already mounted (`covered`) are left alone (`--perms` would chmod them)."""
+    inside something already mounted (`covered`) are left alone (`--perms` would chmod them),
+    unless that mount is a bind from `sources` (target -> host path) where the folder does not
+    exist yet: bubblewrap would make it there, 0700 again."""
     args: list[str] = []
     parts = Path(target).parts[1:-1]
     for i in range(len(parts)):
         folder = "/" + "/".join(parts[: i + 1])
-        if any(folder == c or folder.startswith(c.rstrip("/") + "/") for c in covered):
-            return args
+        cover = next((c for c in covered if folder == c or folder.startswith(c.rstrip("/") + "/")), None)
+        if cover is not None:
+            source = (sources or {}).get(cover)
+            if source is None:
+                return args
+            if (Path(source) / Path(folder).relative_to(cover)).exists():
+                continue
         args += ["--perms", "0755", "--dir", folder]
     return args
 
@@ -375,11 +382,13 @@ class Sandbox:
         covered = ["/proc", "/dev", *SYSTEM_DIRS, *_runtime_dirs()]
         binds: list[str] = [*_parent_dirs(str(self.root), covered), "--bind", str(self.root), str(self.root)]
         covered.append(str(self.root))
+        sources = {str(self.root): str(self.root)}
         for mount in [*self.mounts, *mounts]:
             target = str(mount.target or mount.source)
             flag = "--bind" if mount.writable else "--ro-bind"
-            binds += [*_parent_dirs(target, covered), flag, str(mount.source), target]
+            binds += [*_parent_dirs(target, covered, sources), flag, str(mount.source), target]
             covered.append(target)
+            sources[target] = str(mount.source)
         chdir = args.index("--chdir")
         drop = drop_to(self.uid, self.gid) if self.privileged else []
         return [*args[:chdir], *binds, *args[chdir:], "--", *drop, *argv]

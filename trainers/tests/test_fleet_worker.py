@@ -3,6 +3,7 @@ server; a lost node's episodes fail, the survivor's go on, and a new node brings
 
 from __future__ import annotations
 
+import queue
 import time
 from typing import Any
 
@@ -25,10 +26,15 @@ SLOT = {"env_slot": 1.0}
 
 
 def _wait(predicate: Any, what: str, worker: EnvRolloutWorker, timeout_s: float = 90) -> None:
+    """Wait for `predicate`, consuming samples as a trainer would (a full buffer stops the worker)."""
     deadline = time.monotonic() + timeout_s
     while not predicate():
         assert time.monotonic() < deadline, f"{what}; counters {worker.counters}"
-        time.sleep(0.1)
+        try:
+            while True:
+                worker.rollout_buffer.get_nowait()
+        except queue.Empty:
+            time.sleep(0.1)
 
 
 def test_worker_over_a_fleet_survives_a_lost_node(model: Any, tokenizer: Any) -> None:
