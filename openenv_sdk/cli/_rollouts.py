@@ -246,13 +246,10 @@ def run_rollouts(o: RolloutOptions, *, command: str, fmt: OutputFormat) -> RunRe
     except (OpenEnvError, ValueError, OSError) as e:
         if debug_enabled():
             raise
-        what = "the policy" if isinstance(policy, ChatPolicy) and policy.base_url in str(e) else "the run"
-        hint = (
-            "Check --base-url: the API root that serves /chat/completions (e.g. http://localhost:8000/v1)"
-            if what == "the policy"
-            else "Run again with OPENENV_DEBUG=1 for the traceback"
-        )
-        fail(f"{what} could not start: {e}", hint=hint, code=1)
+        if isinstance(policy, ChatPolicy) and policy.base_url in str(e):
+            fail(f"cannot reach the policy: {e}",
+                 hint="Check --base-url: the API root that serves /chat/completions (e.g. http://localhost:8000/v1)")  # fmt: skip
+        fail(f"the run could not start: {e}", hint="Run again with OPENENV_DEBUG=1 for the traceback")
     raise AssertionError("unreachable")
 
 
