@@ -25,7 +25,6 @@ same episode twice asks the judge once.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -36,7 +35,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from .errors import ManifestError, RequestTimeout, ServerError, TransportError
+from ._chat import post_chat_completion
+from .errors import ManifestError, ServerError, TransportError
 from .rubric import GradingContext, Rubric, Score
 
 __all__ = ["DEFAULT_PROMPT", "DEFAULT_SCORE_PATTERN", "DEFAULT_SYSTEM", "JudgeRubric"]
@@ -48,7 +48,6 @@ DEFAULT_PROMPT = (
     "`SCORE: <number from 0 to 1>`."
 )
 DEFAULT_SCORE_PATTERN = r"(?i)\bscore\s*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)"
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
 
 class JudgeRubric(Rubric):
@@ -174,42 +173,18 @@ class JudgeRubric(Rubric):
 
     async def _ask(self, body: dict[str, Any]) -> str:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        error: Exception = TransportError(f"POST {self.url}: not sent")
         async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport, headers=headers) as http:
-            for attempt in range(self.max_retries + 1):
-                if attempt:
-                    await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
-                self.requests += 1
-                try:
-                    response = await http.post(self.url, json=body)
-                except httpx.TimeoutException as e:
-                    error = RequestTimeout(f"POST {self.url}: no answer within {self.timeout_s:g} s")
-                    error.__cause__ = e
-                    continue
-                except httpx.HTTPError as e:
-                    error = TransportError(f"POST {self.url} failed: {type(e).__name__}: {e}")
-                    error.__cause__ = e
-                    continue
-                if response.status_code in _RETRY_STATUS:
-                    error = ServerError(
-                        f"POST {self.url} answered HTTP {response.status_code}: {response.text[:300]}",
-                        code=f"HTTP_{response.status_code}",
-                    )
-                    continue
-                if response.status_code != 200:
-                    raise ServerError(
-                        f"POST {self.url} answered HTTP {response.status_code}: {response.text[:300]}",
-                        code=f"HTTP_{response.status_code}",
-                    )
-                try:
-                    content = response.json()["choices"][0]["message"]["content"]
-                except (ValueError, KeyError, IndexError, TypeError) as e:
-                    raise ServerError(
-                        f"POST {self.url} answered no chat completion: {response.text[:300]}", code="BAD_RESPONSE"
-                    ) from e
-                return str(content or "")
-        raise error
+            data = await post_chat_completion(
+                http, self.url, body, timeout_s=self.timeout_s, max_retries=self.max_retries,
+                backoff_s=self.backoff_s, on_attempt=self._count_request,
+            )  # fmt: skip
+        content = data["choices"][0]["message"]
+        if not isinstance(content, dict):
+            raise ServerError(f"POST {self.url} answered no chat completion: {str(data)[:300]}", code="BAD_RESPONSE")
+        return str(content.get("content") or "")
 
+    def _count_request(self) -> None:
+        self.requests += 1
 
 def _text(value: Any) -> str:
     if isinstance(value, str):

@@ -115,5 +115,11 @@ def save_dataset(
         }
     )
     dataset = datasets.Dataset.from_list(rows, features=features)
-    dataset.save_to_disk(str(folder))
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # the caller has its own progress; tqdm's would garble it
+    try:
+        dataset.save_to_disk(str(folder))
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
     return dataset

@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
+from .._chat import post_chat_completion
 from ..errors import RequestTimeout, ServerError, TransportError
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
 ]
 
 DEFAULT_REQUEST_TIMEOUT_S = 300.0
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 # What an assistant message may carry back into the conversation: providers refuse some of the
 # other fields their answers hold (`refusal`, `annotations`, `reasoning_content`, ...).
 _MESSAGE_KEYS = ("role", "content", "tool_calls")
@@ -120,56 +120,6 @@ def assistant_message(raw: Mapping[str, Any], *, turn: int) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = calls
     return {k: message[k] for k in _MESSAGE_KEYS if k in message}
-
-
-async def post_chat_completion(
-    http: httpx.AsyncClient,
-    url: str,
-    body: Mapping[str, Any],
-    *,
-    timeout_s: float,
-    max_retries: int,
-    backoff_s: float,
-    headers: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """POST a chat completion request; retry transport errors, timeouts, HTTP 429 and 5xx.
-
-    Raises:
-        RequestTimeout: no answer within `timeout_s`, after every retry.
-        TransportError: the endpoint cannot be reached, after every retry.
-        ServerError: it answered another HTTP error (code `HTTP_<status>`), or not a chat
-            completion (`BAD_RESPONSE`).
-    """
-    error: Exception = TransportError(f"POST {url}: not sent")
-    for attempt in range(max_retries + 1):
-        if attempt:
-            await asyncio.sleep(backoff_s * 2 ** (attempt - 1))
-        try:
-            response = await http.post(url, json=dict(body), headers=dict(headers or {}), timeout=timeout_s)
-        except httpx.TimeoutException as e:
-            error = RequestTimeout(f"POST {url}: no answer within {timeout_s:g} s")
-            error.__cause__ = e
-            continue
-        except httpx.HTTPError as e:
-            error = TransportError(f"POST {url} failed: {type(e).__name__}: {e}")
-            error.__cause__ = e
-            continue
-        if response.status_code in _RETRY_STATUS:
-            error = ServerError(
-                f"POST {url} answered HTTP {response.status_code}: {response.text[:300]}", code=f"HTTP_{response.status_code}"
-            )
-            continue
-        if response.status_code != 200:
-            raise ServerError(
-                f"POST {url} answered HTTP {response.status_code}: {response.text[:300]}", code=f"HTTP_{response.status_code}"
-            )
-        try:
-            data = response.json()
-            data["choices"][0]["message"]  # noqa: B018 - the shape check
-        except (ValueError, KeyError, IndexError, TypeError) as e:
-            raise ServerError(f"POST {url} answered no chat completion: {response.text[:300]}", code="BAD_RESPONSE") from e
-        return data  # type: ignore[no-any-return]
-    raise error
 
 
 class ChatPolicy:
