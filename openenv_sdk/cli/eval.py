@@ -77,7 +77,7 @@ def eval(  # noqa: A001 - the command is `openenv eval`
 ) -> None:
     """Evaluate a policy on an environment: N tasks from its Task API, R episodes each, graded host-side.
 
-    The policy is an OpenAI-compatible chat endpoint (ours, vLLM, a provider) that calls the
+    The policy is an OpenAI-compatible chat endpoint (vLLM, SGLang, a provider) that calls the
     environment's tools (their schemas come from the server), or a local function
     (--policy scripted:MODULE:FUNCTION). Prints the mean reward, pass@k (the unbiased
     estimator, over tasks) and a per-task table; writes episodes.jsonl, summary.json and

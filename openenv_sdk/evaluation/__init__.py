@@ -11,7 +11,7 @@ Each episode: `reset` with a task from the server's Task API, the first observat
 message, the policy's tool calls sent to the environment over MCP, then the host-side grader.
 """
 
-from ._dataset import dataset_rows, save_dataset
+from ._dataset import chat_messages, dataset_rows, save_dataset
 from ._episode import DEFAULT_SYSTEM_PROMPT, EpisodeConfig, observation_text, openai_tools, play_episode
 from ._metrics import RunSummary, TaskSummary, default_ks, pass_at_k, summarize
 from ._policy import ChatPolicy, Policy, PolicyTurn, ScriptedPolicy, TurnContext, load_policy
@@ -43,6 +43,7 @@ __all__ = [
     "TurnContext",
     "TurnTokens",
     "arun",
+    "chat_messages",
     "dataset_rows",
     "default_ks",
     "load_grader",

@@ -3,7 +3,7 @@
 One row per graded episode. `messages` is the conversation in OpenAI's shape (an assistant
 turn's `tool_calls` carry `arguments` as a JSON string); `tools` is a JSON string (JSON Schemas
 differ from tool to tool, which Arrow cannot hold as one struct type: `json.loads` it, e.g. for
-`apply_chat_template(tools=...)`). `tokens` holds each assistant turn's token ids and logprobs
+`apply_chat_template(tools=...)`; `chat_messages` readies `messages` for it). `tokens` holds each assistant turn's token ids and logprobs
 when the policy gave them (empty otherwise).
 
 `datasets` is an optional dependency: `pip install 'openenv-sdk[datasets]'`.
@@ -12,13 +12,13 @@ when the policy gave them (empty otherwise).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ._records import EpisodeRecord
 
-__all__ = ["dataset_rows", "save_dataset"]
+__all__ = ["chat_messages", "dataset_rows", "save_dataset"]
 
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:
@@ -29,6 +29,30 @@ def _message(message: dict[str, Any]) -> dict[str, Any]:
         "tool_calls": message.get("tool_calls"),
         "tool_call_id": message.get("tool_call_id"),
     }
+
+
+def chat_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A row's `messages` ready for `tokenizer.apply_chat_template`: the fields Arrow filled with
+    None dropped, and each tool call's `arguments` decoded to a dict (tool-calling templates such
+    as Qwen2.5's render them with `tojson`; a string would be rendered quoted)."""
+    out = []
+    for message in messages:
+        clean = {k: v for k, v in message.items() if v is not None}
+        if clean.get("tool_calls"):
+            clean["tool_calls"] = [_decoded(call) for call in clean["tool_calls"]]
+        else:
+            clean.pop("tool_calls", None)
+        out.append(clean)
+    return out
+
+
+def _decoded(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = dict(call.get("function") or {})
+    try:
+        function["arguments"] = json.loads(function.get("arguments") or "{}")
+    except (TypeError, ValueError):
+        pass  # not JSON (the policy's mistake): kept as the text it was
+    return {**{k: v for k, v in call.items() if v is not None}, "function": function}
 
 
 def dataset_rows(records: Iterable[EpisodeRecord], *, min_reward: float | None = None) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Policies: what answers each assistant turn of an episode.
 
-    ChatPolicy      any OpenAI-compatible `POST {base_url}/chat/completions` (ours, vLLM, a provider)
+    ChatPolicy      any OpenAI-compatible `POST {base_url}/chat/completions` (vLLM, SGLang, a provider)
     ScriptedPolicy  a local Python function `(messages, tools) -> message`
 
 Both satisfy `Policy`. A turn is an OpenAI assistant message (`content`, `tool_calls`), plus the

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from openenv_sdk.cli.main import app
-from openenv_sdk.evaluation import EpisodeLog
+from openenv_sdk.evaluation import EpisodeLog, chat_messages
 from tests.evaluation import scripted_policy
 from tests.evaluation.policy_server import WORDLE_DIR, answer
 
@@ -48,6 +48,11 @@ def test_rollouts_become_a_dataset_with_the_servers_token_ids_and_logprobs(
         {"turn": 1, "prompt_token_ids": [100, 101, 102, 103, 104], "token_ids": [7, 8, 10], "logprobs": [-0.25, -0.5, -0.75]},
     ]
     assert "dataset: 3 row(s)" in result.output
+    # Ready for a tool-calling chat template: arguments as a dict, no Arrow-filled None fields.
+    ready = chat_messages(row["messages"])
+    assert ready[2] == {"role": "assistant", "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": "guess", "arguments": {"word": answer("1")}}}]}  # fmt: skip
+    assert ready[3] == {"role": "tool", "content": row["messages"][3]["content"], "tool_call_id": "call_0"}
 
 
 def test_a_local_scripted_policy_gives_tokens_and_min_reward_filters_the_dataset(

@@ -54,6 +54,6 @@ def test_the_package_api() -> None:
         "ChatPolicy", "DEFAULT_SYSTEM_PROMPT", "EPISODES_FILE", "EnvTarget", "EpisodeConfig", "EpisodeLog",
         "EpisodeRecord", "OutputMismatch", "PlannedEpisode", "Policy", "PolicyTurn", "REPORT_FILE", "RunConfig",
         "RunResult", "RunSummary", "SUMMARY_FILE", "ScriptedPolicy", "TaskSummary", "TurnContext", "TurnTokens",
-        "arun", "dataset_rows", "default_ks", "load_grader", "load_policy", "markdown_report", "observation_text",
+        "arun", "chat_messages", "dataset_rows", "default_ks", "load_grader", "load_policy", "markdown_report", "observation_text",
         "openai_tools", "pass_at_k", "plan_episodes", "play_episode", "run_episodes", "save_dataset", "summarize",
     ]  # fmt: skip
