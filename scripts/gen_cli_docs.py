@@ -60,7 +60,8 @@ def _split_record(record: str) -> tuple[str, str]:
 
 
 def render_command(name: str, command: Any, parent: Any) -> list[str]:
-    ctx = command.context_class(command, info_name=name, parent=parent)
+    """`name` is the whole command after `openenv` (`harbor import` for a group's subcommand)."""
+    ctx = command.context_class(command, info_name=name.split()[-1], parent=parent)
     prose, examples = _help_parts(command.help or "")
     usage = command.get_usage(ctx).replace("Usage: ", "")
     for param in command.params:  # typer writes arguments as {name} or [name]; --help shows NAME
@@ -96,17 +97,30 @@ def render_command(name: str, command: Any, parent: Any) -> list[str]:
     return lines
 
 
+def _leaves(group: Any, ctx: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+    """(whole name, command, parent context) of every command, a group's subcommands in its place."""
+    leaves = []
+    for name, command in group.commands.items():  # in the order main.py registers them
+        if isinstance(command, typer.core.TyperGroup):
+            sub = command.context_class(command, info_name=name, parent=ctx)
+            leaves += _leaves(command, sub, f"{prefix}{name} ")
+        else:
+            leaves.append((f"{prefix}{name}", command, ctx))
+    return leaves
+
+
 def render() -> str:
     """The whole of docs/reference/cli.md."""
     group = typer.main.get_command(app)
     root = group.context_class(group, info_name="openenv")
-    commands = group.commands  # in the order main.py registers them
+    commands = _leaves(group, root)
     parts = [INTRO]
-    parts += [f"| [`openenv {name}`](#openenv-{name}) | {_cell(_help_parts(cmd.help or '')[0].splitlines()[0])} |"
-              for name, cmd in commands.items()]
+    parts += [f"| [`openenv {name}`](#openenv-{name.replace(' ', '-')}) | "
+              f"{_cell(_help_parts(cmd.help or '')[0].splitlines()[0])} |"
+              for name, cmd, _ in commands]
     parts.append("")
-    for name, command in commands.items():
-        parts += render_command(name, command, root)
+    for name, command, parent in commands:
+        parts += render_command(name, command, parent)
     parts += [
         "## Environment variables",
         "",

@@ -21,7 +21,7 @@ app: typer.Typer
 """The `openenv` Typer app with every command (built on first use)."""
 
 # Every command, in `openenv --help` order: the function of that name in `openenv_sdk.cli.<name>`.
-_COMMANDS = ("serve", "validate", "init", "build", "push", "deploy", "eval", "collect")
+_COMMANDS = ("serve", "validate", "init", "build", "push", "deploy", "eval", "collect", "harbor")
 
 
 def _build_app(commands: Sequence[str]) -> typer.Typer:
@@ -35,7 +35,11 @@ def _build_app(commands: Sequence[str]) -> typer.Typer:
     app.callback()(_root)
     for name in commands:
         module = importlib.import_module(f"{__package__}.{name}")
-        app.command(name=name)(getattr(module, name))
+        command = getattr(module, name)
+        if isinstance(command, typer.Typer):  # a group of subcommands (`openenv harbor import`)
+            app.add_typer(command, name=name)
+        else:
+            app.command(name=name)(command)
     return app
 
 

@@ -1,0 +1,8 @@
+# The Harbor task's solution/solve.sh, run as Harbor's oracle runs it.
+cd /app && bash -c '#!/bin/bash
+set -e
+cd /app/repo
+git checkout -q main
+git merge --no-ff --no-edit feature
+git tag -a v2.0 -m "Release 2.0"
+' solve.sh

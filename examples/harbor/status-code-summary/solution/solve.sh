@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euo pipefail
+cd /app
+awk '{ print $(NF - 1) }' logs/access.log | sort | uniq -c | sort -k1,1nr -k2,2n | awk '{ print $2, $1 }' > summary.txt

@@ -1,0 +1,94 @@
+"""`openenv harbor import TASK_DIR... --into TASKS_DIR`: Harbor task folders into the terminal environment.
+
+The conversion is `openenv_sdk.harbor.import_harbor_task`; this module only reads the options,
+imports each folder and reports (a task that cannot be mapped is one error with every reason).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
+from ._output import console, err_console, fail, print_json
+
+__all__ = ["harbor"]
+
+harbor = typer.Typer(
+    name="harbor",
+    help="Harbor (Terminal-Bench 2) tasks: import them into the terminal environment.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@harbor.callback()
+def _group() -> None:
+    """Harbor (Terminal-Bench 2) tasks: import them into the terminal environment."""
+    # a callback keeps `harbor` a group (Typer turns a one-command group into that command)
+
+
+@harbor.command(name="import")
+def import_tasks(
+    task_dirs: Annotated[
+        list[Path], typer.Argument(help="Harbor task folders (task.toml, instruction.md, environment/, tests/, solution/).")
+    ],
+    into: Annotated[
+        Path, typer.Option("--into", help="The environment's tasks/ folder; checks go to hidden/ beside it.")
+    ] = Path("environments/terminal/tasks"),
+    prefix: Annotated[str, typer.Option("--prefix", help="Put before each task id (the folder's name).")] = "",
+    category: Annotated[
+        str | None, typer.Option("--category", help="The terminal category for every task; default from task.toml.")
+    ] = None,
+    ignore_package: Annotated[
+        list[str] | None,
+        typer.Option("--ignore-package", help="A package the Dockerfile installs that the task does not need (repeat)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace tasks of the same id.")] = False,
+    output_format: FormatOpt = OutputFormat.human,
+    json_flag: JsonOpt = False,
+) -> None:
+    """Import Harbor task folders into the terminal environment's task format.
+
+    Each task becomes tasks/<id>/ (prompt, workdir, starting files, setup.sh from the
+    Dockerfile's RUN lines) and hidden/<id>/ (a check that runs its tests/test.sh host-side in
+    a fresh sandbox, and its solution). A task whose environment cannot be a sandbox workspace
+    (docker-compose, a prebuilt image, packages the environment lacks, files outside WORKDIR)
+    is refused with every reason; nothing of it is written. Exit code 1 if any was refused.
+
+    Examples:
+        openenv harbor import examples/harbor/* --into environments/terminal/tasks --ignore-package curl
+        openenv harbor import ~/terminal-bench-2/tasks/hello-world --prefix tb2_ --json
+    """
+    from openenv_sdk.harbor import HarborImportError, import_harbor_task
+
+    fmt = resolve_format(output_format, json_flag)
+    reports, refused = [], []
+    for task_dir in task_dirs:
+        try:
+            report = import_harbor_task(
+                task_dir, tasks_dir=into, prefix=prefix, category=category,
+                ignore_packages=ignore_package or [], overwrite=force,
+            )  # fmt: skip
+        except HarborImportError as e:
+            refused.append({"source": str(task_dir), "problems": e.problems})
+            if fmt is OutputFormat.human:
+                err_console.print(f"[bold red]✗[/] {escape(str(task_dir))}")
+                for problem in e.problems:
+                    err_console.print(f"    {escape(problem)}")
+            continue
+        except FileNotFoundError as e:
+            fail(str(e), hint="Example: openenv harbor import path/to/task --into environments/terminal/tasks", code=2)
+            return
+        reports.append(report)
+        if fmt is OutputFormat.human:
+            console.print(f"[green]✓[/] {escape(str(task_dir))} -> {escape(report.task_folder)} (workdir {report.workdir})")
+            for note in report.notes:
+                console.print(f"    [dim]{escape(note)}[/]")
+    if fmt is OutputFormat.json:
+        print_json({"imported": [r.model_dump() for r in reports], "refused": refused})
+    if refused:
+        raise typer.Exit(1)
