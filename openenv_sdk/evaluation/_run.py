@@ -72,9 +72,14 @@ async def arun(
         output: the output folder (made if missing).
         command: `eval` or `collect` (named in the summary and report).
         model: the model named in records; default the policy's name.
-        split, default_split, task_ids, num_tasks, rollouts: which episodes (`plan_episodes`).
+        split: the Task API split to take tasks from (see `plan_episodes`).
+        default_split: the split taken when `split` is None and the server has it.
+        task_ids: these tasks instead of a split's.
+        num_tasks: the split's first N tasks; None takes them all.
+        rollouts: episodes per task.
         ks: the k of pass@k; default 1, powers of two, and `rollouts`.
-        episode: how each episode is played; run: concurrency and timeouts.
+        episode: how each episode is played.
+        run: concurrency and timeouts.
         resume: skip the episodes the output already holds; False starts the file afresh.
         config: recorded in the summary as it is (the command's options).
         on_plan: called with (episodes to play, episodes resumed) before playing.
