@@ -86,17 +86,22 @@ def read_results(reports: list[Path]) -> dict[tuple[str, str], str]:
 
 
 def table(rows: list[tuple[str, str, str]], outcomes: dict[tuple[str, str], str]) -> str:
-    blocked = sum(outcomes.get((s, n)) == "blocked" for s, n, _ in rows)
+    attacks_only = [(s, n) for s, n, _ in rows if not n.startswith("test_control")]
+    blocked = sum(outcomes.get(key) == "blocked" for key in attacks_only)
     lines = [
         START,
-        f"{len(rows)} attacks, {blocked} blocked, as run on {datetime.date.today()} "
+        f"{len(attacks_only)} attacks, {blocked} blocked, and {len(rows) - len(attacks_only)} controls, "
+        f"as run on {datetime.date.today()} "
         f"(`python scripts/gen_attack_table.py`; each is a test in `tests/security/`, run in CI).",
         "",
         "| # | where | attack | result | test |",
         "|---|---|---|---|---|",
     ]
     for i, (stem, name, what) in enumerate(rows, 1):
-        lines.append(f"| {i} | {area(stem)} | {what} | {outcomes.get((stem, name), 'not run')} | `{stem}::{name}` |")
+        outcome = outcomes.get((stem, name), "not run")
+        if name.startswith("test_control"):  # a control is not an attack: it checks grading still works
+            outcome = {"blocked": "control holds", "WORKED": "CONTROL FAILED"}.get(outcome, outcome)
+        lines.append(f"| {i} | {area(stem)} | {what} | {outcome} | `{stem}::{name}` |")
     lines.append(END)
     return "\n".join(lines)
 
