@@ -12,7 +12,14 @@ message, the policy's tool calls sent to the environment over MCP, then the host
 """
 
 from ._dataset import chat_messages, dataset_rows, save_dataset
-from ._episode import DEFAULT_SYSTEM_PROMPT, EpisodeConfig, observation_text, openai_tools, play_episode
+from ._episode import (
+    DEFAULT_SYSTEM_PROMPT,
+    EpisodeConfig,
+    observation_text,
+    openai_tools,
+    play_episode,
+    tool_result_text,
+)
 from ._metrics import RunSummary, TaskSummary, default_ks, pass_at_k, summarize
 from ._policy import ChatPolicy, Policy, PolicyTurn, ScriptedPolicy, TurnContext, load_policy
 from ._records import EpisodeLog, EpisodeRecord, PlannedEpisode, TurnTokens
@@ -57,4 +64,5 @@ __all__ = [
     "run_episodes",
     "save_dataset",
     "summarize",
+    "tool_result_text",
 ]

@@ -56,4 +56,5 @@ def test_the_package_api() -> None:
         "RunResult", "RunSummary", "SUMMARY_FILE", "ScriptedPolicy", "TaskSummary", "TurnContext", "TurnTokens",
         "arun", "chat_messages", "dataset_rows", "default_ks", "load_grader", "load_policy", "markdown_report", "observation_text",
         "openai_tools", "pass_at_k", "plan_episodes", "play_episode", "run_episodes", "save_dataset", "summarize",
+        "tool_result_text",
     ]  # fmt: skip

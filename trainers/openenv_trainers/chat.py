@@ -79,18 +79,12 @@ def tool_schemas(tools: Iterable[Any]) -> list[dict[str, Any]]:
     """OpenAI function schemas (what `apply_chat_template(tools=...)` takes) from MCP tools.
 
     Accepts the SDK's `ToolSchema` (from `/schema`), `mcp.types.Tool` (from `list_tools()`), or
-    dicts with `name`, `description` and `input_schema`/`inputSchema`.
+    dicts with `name`, `description` and `input_schema`/`inputSchema`. The SDK's evaluation
+    runner builds its requests with the same function (`openenv_sdk.evaluation.openai_tools`).
     """
-    out = []
-    for tool in tools:
-        if isinstance(tool, Mapping):
-            name, description = tool["name"], tool.get("description") or ""
-            parameters = tool.get("input_schema") or tool.get("inputSchema") or {"type": "object", "properties": {}}
-        else:
-            name, description = tool.name, tool.description or ""
-            parameters = getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None)
-        out.append({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
-    return out
+    from openenv_sdk.evaluation import openai_tools
+
+    return openai_tools(tools)
 
 
 class ToolCall:
@@ -145,15 +139,8 @@ def tool_result_text(result: Any) -> tuple[str, bool]:
     """The text a tool result shows the policy, and whether the tool failed.
 
     `result` is an MCP `CallToolResult` (from `call_tool`): its text parts are joined; structured
-    content is shown as JSON when there is no text.
+    content is shown as JSON when there is no text (`openenv_sdk.evaluation`'s own rule).
     """
-    is_error = bool(getattr(result, "is_error", False) or getattr(result, "isError", False))
-    parts = []
-    for block in getattr(result, "content", None) or []:
-        text = getattr(block, "text", None)
-        parts.append(text if text is not None else json.dumps(block.model_dump(mode="json")))
-    if not parts:
-        structured = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
-        if structured is not None:
-            parts.append(json.dumps(structured))
-    return "\n".join(parts), is_error
+    from openenv_sdk.evaluation import tool_result_text as sdk_tool_result_text
+
+    return sdk_tool_result_text(result)
