@@ -44,6 +44,10 @@ if [ -d trainers ]; then
   .venv-trainers/bin/pip install -q --disable-pip-version-check torch==2.13.0
   .venv-trainers/bin/pip install -q --disable-pip-version-check -e ".[docker]" -e "trainers[dev]"
   (cd trainers && ../.venv-trainers/bin/python -m pytest "$@")
+  # The third-party trainers' adapters (verifiers, SkyRL, ART), against the real packages in a
+  # venv of their own (scripts/setup_trainer_adapters.sh says why).
+  bash scripts/setup_trainer_adapters.sh
+  (cd trainers && ../.venv-adapters/bin/python -m pytest adapter_tests "$@")
 fi
 
 exec .venv/bin/python -m pytest "$@"

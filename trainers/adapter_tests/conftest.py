@@ -1,0 +1,64 @@
+"""Fixtures of the trainer adapters' tests: a scripted chat model and the echo environment, each
+served over real HTTP in process. No torch here: each trainer's tests run in that trainer's venv
+(`scripts/setup_trainer_adapters.sh`), which has the SDK and `openenv_trainers` but not TRL.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from openenv_sdk.testing import serve_app
+
+# ART imports litellm, which otherwise fetches a price list from the internet at import.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from .scripted_chat import ScriptedChat
+
+REPO = Path(__file__).resolve().parents[2]
+ECHO_DIR = REPO / "environments" / "echo"
+WORDLE_DIR = REPO / "environments" / "wordle"
+ECHO_GRADER = "openenv_trainers.echo_task:ExactEchoGrader"
+
+serve = functools.partial(serve_app, timeout_s=20.0)
+
+
+@pytest.fixture
+def scripted() -> Iterator[tuple[ScriptedChat, str]]:
+    """The scripted model and its OpenAI base URL (`.../v1`)."""
+    chat = ScriptedChat()
+    with serve(chat.app) as url:
+        yield chat, f"{url}/v1"
+
+
+@pytest.fixture
+def echo_url() -> Iterator[str]:
+    """The shipped echo environment, served in process (one server per test)."""
+    from openenv_sdk import ServerConfig, create_app
+    from openenv_sdk.loader import load_environment
+
+    with serve(create_app(load_environment(ECHO_DIR).env_cls, config=ServerConfig())) as url:
+        yield url
+
+
+def health(url: str) -> dict[str, Any]:
+    """The server's `/health` (its `active_sessions` and `mcp_sessions` counts)."""
+    return httpx.get(f"{url}/health", timeout=10).json()
+
+
+def echo_grade(url: str, text: str, said: str) -> float:
+    """The echo grader's reward for an episode of `text` whose agent sent `said`, graded on a
+    fresh session of its own (not through any adapter)."""
+    from openenv_sdk import GenericEnvClient, grade
+    from openenv_trainers.echo_task import ExactEchoGrader
+
+    with GenericEnvClient(url) as env:
+        env.reset(text=text)
+        env.call_tool("echo", message=said)
+        return grade(ExactEchoGrader(), env).value
