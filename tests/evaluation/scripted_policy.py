@@ -24,3 +24,16 @@ def act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: An
         "logprobs": [-1.0, -0.5],
     }
 
+
+
+def echo_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> dict[str, Any] | str:
+    """Echo: say the task's id once through the `echo` tool, then stop."""
+    if context.turn == 0:
+        return {"tool_calls": [{"name": "echo", "arguments": {"message": f"hello {context.task_id}"}}]}
+    return "Done."
+
+
+def echo_grader(task: dict[str, Any], transcript: list[dict[str, Any]]) -> float:
+    """1 when the agent echoed `hello seed-<seed>` for the seed it was reset with."""
+    wanted = f"hello seed-{task['seed']}"
+    return float(any(e["tool"] == "echo" and e["output"] == wanted for e in transcript))

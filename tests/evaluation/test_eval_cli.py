@@ -203,3 +203,22 @@ def test_a_rerun_resumes_and_replays_only_what_failed(policy_server: Any, wordle
     result = run_eval(*args, "-n", "1", "--overwrite")
     assert result.exit_code == 0 and len(seen) == 2  # played again: two turns
     assert list(log.load()) == ["1000#0"]
+
+
+def test_an_environment_without_tasks_gets_seeds_and_a_named_grader(echo_server: str, tmp_path: Path) -> None:
+    out = tmp_path / "echo"
+    result = run_eval(echo_server, "--grader", "tests.evaluation.scripted_policy:echo_grader", "--policy",
+                      "scripted:tests.evaluation.scripted_policy:echo_act", "-n", "3", "-o", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    records = sorted(records_of(out), key=lambda r: r.key)
+    assert [(r.task_id, r.reset_kwargs, r.reward) for r in records] == [
+        (f"seed-{i}", {"seed": i}, 1.0) for i in range(3)
+    ]
+    assert summary_of(out)["split"] is None
+
+    result = run_eval(echo_server, "--policy", "scripted:tests.evaluation.scripted_policy:echo_act", "--split", "train",
+                      "--grader", "tests.evaluation.scripted_policy:echo_grader", "-o", str(tmp_path / "x"))  # fmt: skip
+    assert result.exit_code == 1
+    assert "'train': the environment serves no tasks" in result.output
+    result = run_eval(str(WORDLE_DIR.parent / "echo"), "--policy", "scripted:tests.evaluation.scripted_policy:echo_act")
+    assert result.exit_code == 2 and "names no `grader:`" in result.output
