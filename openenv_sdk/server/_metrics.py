@@ -69,6 +69,9 @@ class ServerMetrics:
             "openenv_tool_call_duration_seconds", "Duration of tool calls, by tool.", ["tool"],
             buckets=_BUCKETS_S, registry=r,
         )  # fmt: skip
+        # (call, outcome, tool) -> its histograms and counter; bounded: tools are the declared
+        # ones or `<unknown>`, outcomes a fixed set
+        self._children: dict[tuple[str, str, str | None], tuple[tuple[Histogram, ...], Counter]] = {}
 
     def session_opened(self, kind: str) -> None:
         self.opened.labels(kind).inc()
@@ -77,15 +80,21 @@ class ServerMetrics:
         self.closed.labels(kind, reason).inc()
 
     def call_done(self, call: str, seconds: float, outcome: str, tool: str | None) -> None:
-        self.seconds.labels(call).observe(seconds)
+        key = (call, outcome, tool)
+        children = self._children.get(key)
+        if children is None:  # labels() takes a lock and builds a key: once per label set, not per call
+            children = self._children[key] = self._label_children(call, outcome, tool)
+        for histogram in children[0]:
+            histogram.observe(seconds)
+        children[1].inc()
+
+    def _label_children(self, call: str, outcome: str, tool: str | None) -> tuple[tuple[Histogram, ...], Counter]:
         if call == "reset":
-            self.resets.labels(outcome).inc()
-        elif call == "step":
-            self.steps.labels(outcome).inc()
-        else:
-            name = tool or "<unknown>"
-            self.tool_calls.labels(name, outcome).inc()
-            self.tool_seconds.labels(name).observe(seconds)
+            return (self.seconds.labels(call),), self.resets.labels(outcome)
+        if call == "step":
+            return (self.seconds.labels(call),), self.steps.labels(outcome)
+        name = tool or "<unknown>"
+        return (self.seconds.labels(call), self.tool_seconds.labels(name)), self.tool_calls.labels(name, outcome)
 
 
 @router.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})

@@ -34,7 +34,16 @@ from ..types import (
     ToolErrorType,
 )
 from ._protocol import ProtocolError
-from ._worker import AbandonedCalls, EnvironmentAborted, SessionWorker, guard_async, guard_sync
+from ._worker import (
+    AbandonedCalls,
+    CallRunner,
+    EnvironmentAborted,
+    SessionLane,
+    SessionWorker,
+    WorkerPool,
+    guard_async,
+    guard_sync,
+)
 
 logger = logging.getLogger("openenv_sdk.server")
 
@@ -137,7 +146,7 @@ class Session:
         self.kind = kind
         self.created_at = self.last_active = time.monotonic()
         self._lock: asyncio.Lock | None = None
-        self._worker: SessionWorker | None = None
+        self._worker: CallRunner | None = None
         self._hung: concurrent.futures.Future[Any] | None = None
         self._hung_what = ""
         self._manager = manager
@@ -185,20 +194,24 @@ class Session:
         timeout_s: float | None = None,
         what: str = "",
     ) -> Any:
-        """Run environment code: a coroutine function on the event loop, a blocking sync one on
-        this session's own thread. `TimeoutError` past `timeout_s`; a sync call left running
+        """Run environment code: a coroutine function on the event loop, a blocking sync one off
+        it (on the server's worker pool, one call at a time per session; on the session's own
+        thread with `THREAD_AFFINITY`). `TimeoutError` past `timeout_s`; a sync call left running
         (timed out, or its caller cancelled) quarantines the session until it ends."""
         kwargs = kwargs or {}
-        what = what or f"{getattr(fn, '__name__', 'call')}()"
-        if inspect.iscoroutinefunction(fn):
+        if _is_coroutine_function(fn):
             if timeout_s is None:
                 return await guard_async(fn(*args, **kwargs))
             return await asyncio.wait_for(guard_async(fn(*args, **kwargs)), timeout=timeout_s)
         if not type(self.env).BLOCKING:
             return guard_sync(fn, *args, **kwargs)
+        what = what or f"{getattr(fn, '__name__', 'call')}()"
         self._check_not_busy()
         if self._worker is None:
-            self._worker = SessionWorker(f"openenv-{self.id[:8]}")
+            if type(self.env).THREAD_AFFINITY:
+                self._worker = SessionWorker(f"openenv-{self.id[:8]}")
+            else:  # no thread held between calls: 10,000 sessions need not hold 10,000 threads
+                self._worker = SessionLane(self._manager.workers)
         future = self._worker.submit(fn, *args, **kwargs)
         waiter = asyncio.wrap_future(future)
         try:
@@ -261,6 +274,11 @@ class Session:
         except ValidationError as e:
             raise ProtocolError.from_validation(e, f"Invalid action for {type(env).__name__}") from e
         fn = env.step_async if _overrides(env, "step_async") else env.step  # type: ignore[attr-defined]
+        if self._lock is None or not self._lock.locked():
+            if not type(env).BLOCKING and not _is_coroutine_function(fn):
+                # a quick sync call runs to its end with no await: nothing else can enter the
+                # environment meanwhile, so the lock would only cost time (the hot path)
+                return serialize_observation(await self._call_env(fn, (action,)))
         async with self.lock:
             obs = await self._call_env(fn, (action,))
         return serialize_observation(obs)
@@ -507,6 +525,22 @@ def _overrides(env: Environment[Any, Any, Any], name: str) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
+def _takes_tool_calls(env_cls: type[Environment[Any, Any, Any]]) -> bool:
+    """`env_cls.handles_tool_calls_in_step()`, once per class (it walks the MRO; every step asks)."""
+    return env_cls.handles_tool_calls_in_step()
+
+
+def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
+    """`inspect.iscoroutinefunction`, once per function (every call into an environment asks)."""
+    return _coroutine_function(getattr(fn, "__func__", fn))
+
+
+@functools.lru_cache(maxsize=1024)
+def _coroutine_function(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn)
+
+
+@functools.lru_cache(maxsize=256)
 def _signature_info(fn: Callable[..., Any]) -> tuple[frozenset[str], bool]:
     params = inspect.signature(fn).parameters.values()
     return frozenset(p.name for p in params), any(p.kind is p.VAR_KEYWORD for p in params)
@@ -534,13 +568,13 @@ def parse_tool_action(env_cls: type[Environment[Any, Any, Any]], data: dict[str,
             return ListToolsAction.model_validate(data)
         if kind == "call_tool":
             return CallToolAction.model_validate(data)
-        if "tool" in data and (env_cls.tool_specs or env_cls.handles_tool_calls_in_step()):
+        if "tool" in data and (env_cls.tool_specs or _takes_tool_calls(env_cls)):
             if "tool" in env_cls.action_type.model_fields:
                 return None
             return ToolCallAction.model_validate(data)
     except ValidationError as e:
         raise ProtocolError.from_validation(e, "Invalid tool-call action") from e
-    if env_cls.handles_tool_calls_in_step():
+    if _takes_tool_calls(env_cls):
         raise ProtocolError(
             ErrorCode.VALIDATION_ERROR,
             f"{env_cls.__name__} takes tool calls: send {{'tool': name, 'arguments': {{...}}}}; "
@@ -597,6 +631,8 @@ class SessionManager:
         self.sessions: dict[str, Session] = {}
         self.by_token: dict[str, Session] = {}
         self.abandoned = AbandonedCalls(max_abandoned_threads)
+        self.workers = WorkerPool()
+        """The threads that run sessions' blocking sync calls (but `THREAD_AFFINITY` sessions')."""
         self._reaper: asyncio.Task[None] | None = None
         self.observer: SessionObserver | None = None
         """Told of sessions opened and closed and of every call (the server's metrics)."""
@@ -664,6 +700,7 @@ class SessionManager:
     async def close_all(self) -> None:
         for session_id in list(self.sessions):
             await self.close(session_id)
+        self.workers.shutdown()
 
     def start_reaper(self) -> None:
         if (self.idle_timeout_s is not None or self.unreset_grace_s is not None) and self._reaper is None:

@@ -184,6 +184,34 @@ def test_blocking_sync_code_runs_off_the_event_loop() -> None:
             assert receive(slow)["data"]["observation"]["echoed"] == "slept"
 
 
+def _server_threads() -> int:
+    return sum(t.name.startswith("openenv-") for t in threading.enumerate())
+
+
+def test_sessions_between_calls_hold_no_thread() -> None:
+    with serve(create_app(ProbeEnv)) as url:
+        sockets = [connect(ws_url(url)) for _ in range(40)]
+        try:
+            for ws in sockets:
+                ask(ws, "reset", {})
+                ask(ws, "step", {"message": "x"})
+            # the pool keeps at most max_idle (16) threads waiting, not one per session
+            assert 1 <= _server_threads() <= 16
+        finally:
+            for ws in sockets:
+                ws.close()
+    pinned = probe_class("PinnedThreads", THREAD_AFFINITY=True)
+    with serve(create_app(pinned)) as url:
+        sockets = [connect(ws_url(url)) for _ in range(20)]
+        try:
+            for ws in sockets:
+                ask(ws, "reset", {})
+            assert _server_threads() >= 20  # THREAD_AFFINITY: a thread per session
+        finally:
+            for ws in sockets:
+                ws.close()
+
+
 # --- async environments -------------------------------------------------------------------------------
 
 
