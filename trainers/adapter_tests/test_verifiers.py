@@ -176,9 +176,9 @@ def test_the_taskset_reads_tasks_from_the_task_api_and_refuses_bad_configs(echo_
     assert [t.data.name for t in tasks] == ["test/1000", "test/1001", "test/1002"]
     assert all(t.data.prompt is None for t in tasks)  # the reset observation becomes the prompt
 
-    with pytest.raises(ValueError, match="exactly one of env_dir, base_url, image"):
-        OpenEnvTasksetConfig(id=PLUGIN)
-    with pytest.raises(ValueError, match="exactly one of env_dir, base_url, image"):
-        OpenEnvTasksetConfig(id=PLUGIN, base_url=echo_url, env_dir=str(ECHO_DIR))
-    with pytest.raises(ValueError, match="tasks or split"):
-        OpenEnvTasksetConfig(id=PLUGIN, base_url=echo_url, split="train", tasks=[{"reset": {}}])
+    with pytest.raises(ValueError, match="exactly one of base_url, env_dir=, image="):
+        OpenEnvTaskset(OpenEnvTasksetConfig(id=PLUGIN))
+    with pytest.raises(ValueError, match="exactly one of base_url, env_dir=, image="):
+        OpenEnvTaskset(OpenEnvTasksetConfig(id=PLUGIN, base_url=echo_url, env_dir=str(ECHO_DIR)))
+    with pytest.raises(ValueError, match="tasks or --env.taskset.split, not both"):
+        OpenEnvTaskset(OpenEnvTasksetConfig(id=PLUGIN, base_url=echo_url, split="train", tasks=[{"reset": {}}]))

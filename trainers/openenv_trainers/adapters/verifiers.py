@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any, Self
+from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from verifiers.v1.harnesses.null.harness import NullHarness
 from verifiers.v1.mcp import SharedToolServer
 
@@ -94,15 +94,6 @@ class OpenEnvTasksetConfig(vf.TasksetConfig):
     client_timeout_s: float = Field(60.0, gt=0)
     """Each environment call's longest wait, in seconds."""
 
-    @model_validator(mode="after")
-    def _one_source(self) -> Self:
-        given = [k for k in ("env_dir", "base_url", "image") if getattr(self, k)]
-        if len(given) != 1:
-            raise ValueError(f"set exactly one of env_dir, base_url, image (got {given or 'none'})")
-        if self.tasks and self.split:
-            raise ValueError("set tasks or split, not both")
-        return self
-
 
 class OpenEnvTaskData(vf.TaskData):
     reset: dict[str, Any] = Field(default_factory=dict)
@@ -117,6 +108,15 @@ class OpenEnvTaskset(vf.Taskset[OpenEnvTask, OpenEnvTasksetConfig]):
     """The tasks of one openenv-sdk environment; owns the environment's server for the run."""
 
     def __init__(self, config: OpenEnvTasksetConfig) -> None:
+        """Describe the environment's server (nothing starts yet).
+
+        Raises:
+            ValueError: not exactly one of `env_dir`, `base_url`, `image`; or both `tasks` and `split`.
+        """
+        # Checked here, not by a config validator: verifiers validates a bare `{"id": ...}` config
+        # while it narrows the CLI's types.
+        if config.tasks and config.split:
+            raise ValueError("set --env.taskset.tasks or --env.taskset.split, not both")
         super().__init__(config)
         self.source: EnvSource = make_source(
             env_dir=config.env_dir,
