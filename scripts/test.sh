@@ -43,11 +43,16 @@ if [ -d trainers ]; then
   [ -x .venv-trainers/bin/python ] || python3 -m venv .venv-trainers
   .venv-trainers/bin/pip install -q --disable-pip-version-check torch==2.13.0
   .venv-trainers/bin/pip install -q --disable-pip-version-check -e ".[docker]" -e "trainers[dev]"
-  (cd trainers && ../.venv-trainers/bin/python -m pytest "$@")
+  # each suite runs whatever the one before it did: a failure must not hide the others' results
+  (cd trainers && ../.venv-trainers/bin/python -m pytest "$@") || failed="$failed trainers"
   # The third-party trainers' adapters (verifiers, SkyRL, ART), against the real packages in a
   # venv of their own (scripts/setup_trainer_adapters.sh says why).
   bash scripts/setup_trainer_adapters.sh
-  (cd trainers && ../.venv-adapters/bin/python -m pytest adapter_tests "$@")
+  (cd trainers && ../.venv-adapters/bin/python -m pytest adapter_tests "$@") || failed="$failed adapters"
 fi
 
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@" || failed="$failed main"
+if [ -n "${failed:-}" ]; then
+  echo "test suites that failed:$failed"
+  exit 1
+fi
