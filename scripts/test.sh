@@ -37,6 +37,7 @@ export HF_HUB_OFFLINE=1
 bash benchmarks/setup_openenv_venv.sh --openenv-only
 export OPENENV_REFERENCE_VENV="$PWD/.bench/openenv-venv"
 
+failed=""  # the suites that failed, named at the end
 # The trainers (their own distribution: torch, transformers, trl) in their own venv.
 # torch is pinned first: unpinned, it pulls GB of CUDA wheels.
 if [ -d trainers ]; then
