@@ -182,3 +182,41 @@ def test_the_taskset_reads_tasks_from_the_task_api_and_refuses_bad_configs(echo_
         OpenEnvTaskset(OpenEnvTasksetConfig(id=PLUGIN, base_url=echo_url, env_dir=str(ECHO_DIR)))
     with pytest.raises(ValueError, match="tasks or --env.taskset.split, not both"):
         OpenEnvTaskset(OpenEnvTasksetConfig(id=PLUGIN, base_url=echo_url, split="train", tasks=[{"reset": {}}]))
+
+
+def test_prime_rls_env_server_path_carries_the_graders_reward(
+    scripted: Any, echo_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """prime-rl runs episodes through verifiers' env server (`EnvServer`, ZMQ): the client sends
+    the task's wire data, the server plays it and streams the traces back."""
+    import socket
+
+    from verifiers.v1.configs.client import EvalClientConfig
+    from verifiers.v1.serve.client import EnvClient
+    from verifiers.v1.serve.server import EnvServer
+
+    monkeypatch.setenv("PATH", _env()["PATH"])
+    _, model_url = scripted
+    config = _config(model_url, tmp_path, base_url=echo_url, grader=ECHO_GRADER, tasks=[{"prompt": echo_prompt("typo stone"), "reset": {"text": "typo stone"}}])
+    (task,) = list(OpenEnvEnv(config.env).taskset)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+    async def play() -> Any:
+        server = EnvServer(config.env, address=address)
+        serving = asyncio.create_task(server.run())
+        client = EnvClient(address)
+        try:
+            await client.wait_for_server_startup(timeout=30)
+            return await client.run(EvalClientConfig(base_url=model_url), "scripted", vf.SamplingConfig(), task.data.model_dump(mode="json"))
+        finally:
+            await client.close()
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+
+    episode = asyncio.run(play())
+    (trace,) = episode.traces
+    assert trace.rewards[REWARD_NAME].score == pytest.approx(echo_grade(echo_url, "typo stone", said_for("typo stone")))
+    assert trace.metrics["openenv/exact"] == 0.0
+    assert health(echo_url)["active_sessions"] == 0

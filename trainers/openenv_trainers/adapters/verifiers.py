@@ -203,3 +203,4 @@ class OpenEnvEnv(vf.Env[OpenEnvEnvConfig]):
         self.scores.append(score)
         trace.record_reward(REWARD_NAME, score.value)
         trace.record_metrics({f"openenv/{name}": value for name, value in score.components.items()})
+        trace.notify()  # live views (the dashboard, prime-rl's env-server stream) see the reward now
