@@ -84,7 +84,7 @@ def test_an_environment_folder_is_served_once_per_process_and_its_grader_is_the_
     config = {"env_dir": str(WORDLE_DIR)}
     one = skyrl_gym.make(ENV_ID, env_config=config, extras={"reset": {"task_id": 3}})
     two = skyrl_gym.make(ENV_ID, env_config=config, extras={"reset": {"task_id": 4}})
-    assert one.source is two.source
+    assert one.source is two.source and one.grader is two.grader
     assert type(one.grader).__name__ == "WordleGrader"
     chat, info = one.init([])  # no user message: the reset observation is the prompt
     assert [t["function"]["name"] for t in info["tools"]] == ["guess"]

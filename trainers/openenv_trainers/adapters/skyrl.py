@@ -44,16 +44,17 @@ __all__ = ["OpenEnvSkyRLEnv", "close_sources", "parse_tool_calls", "register_ope
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
-_SOURCES: dict[tuple[str | None, str | None, str | None], EnvSource] = {}
+_SOURCES: dict[tuple[str | None, str | None, str | None], tuple[EnvSource, dict[str | None, Any]]] = {}
+"""Per environment: its source and its graders by reference (SkyRL makes an env per trajectory)."""
 _SOURCES_LOCK = threading.Lock()
 
 
-def _source_for(config: Mapping[str, Any]) -> EnvSource:
-    """The process's one source for this environment (SkyRL makes an env per trajectory)."""
+def _source_for(config: Mapping[str, Any]) -> tuple[EnvSource, Any]:
+    """The process's one source for this environment, and the grader the config names."""
     key = (config.get("env_dir"), config.get("base_url"), config.get("image"))
     with _SOURCES_LOCK:
-        source = _SOURCES.get(key)
-        if source is None:
+        entry = _SOURCES.get(key)
+        if entry is None:
             source = make_source(
                 env_dir=key[0],
                 base_url=key[1],
@@ -61,14 +62,18 @@ def _source_for(config: Mapping[str, Any]) -> EnvSource:
                 startup_timeout_s=float(config.get("startup_timeout_s", 120.0)),
                 client_timeout_s=float(config.get("client_timeout_s", 60.0)),
             )
-            _SOURCES[key] = source
-        return source
+            entry = _SOURCES[key] = (source, {})
+        source, graders = entry
+        ref = config.get("grader")
+        if ref not in graders:
+            graders[ref] = resolve_grader(source, ref)
+        return source, graders[ref]
 
 
 def close_sources() -> None:
     """Stop every server this process started for SkyRL envs (also run at exit)."""
     with _SOURCES_LOCK:
-        sources = list(_SOURCES.values())
+        sources = [source for source, _ in _SOURCES.values()]
         _SOURCES.clear()
     for source in sources:
         source.close()
@@ -131,8 +136,7 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
         super().__init__()
         config = dict(env_config or {})
         extras = dict(extras or {})
-        self.source = _source_for(config)
-        self.grader = resolve_grader(self.source, config.get("grader"))
+        self.source, self.grader = _source_for(config)
         self.reset_kwargs: dict[str, Any] = dict(extras.get("reset") or {})
         self.max_turns = int(extras.get("max_turns") or 8)
         self.tools_in_prompt = bool(config.get("tools_in_prompt", True))
