@@ -31,6 +31,7 @@ reward, passed through).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import math
 import threading
@@ -38,6 +39,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from . import tracing
 
 __all__ = [
     "EnvReward",
@@ -269,7 +272,13 @@ def _as_rubric(rubric: Rubric | Callable[..., Any]) -> Rubric:
 
 async def agrade(rubric: Rubric | Callable[..., Any], client: Any) -> Score:
     """Grade the client's current episode (async clients, or sync ones from async code)."""
-    return await _as_rubric(rubric).ascore(GradingContext(client))
+    rubric = _as_rubric(rubric)
+    if not tracing.enabled():
+        return await rubric.ascore(GradingContext(client))
+    with tracing.span("openenv.grade", attributes={"openenv.grader": type(rubric).__name__}) as span:
+        score = await rubric.ascore(GradingContext(client))
+        tracing.set_attributes(span, {"openenv.reward": score.value})
+        return score
 
 
 def grade(rubric: Rubric | Callable[..., Any], client: Any) -> Score:
@@ -287,7 +296,8 @@ def grade(rubric: Rubric | Callable[..., Any], client: Any) -> Score:
         except BaseException as e:  # re-raised in the caller's thread
             box["error"] = e
 
-    thread = threading.Thread(target=run, name="openenv-grade")
+    context = contextvars.copy_context()  # the caller's span, for a traced grade
+    thread = threading.Thread(target=context.run, args=(run,), name="openenv-grade")
     thread.start()
     thread.join()
     if "error" in box:

@@ -54,7 +54,16 @@ class _Message(BaseModel):
 # --- client -> server -------------------------------------------------------------------------
 
 
-class ResetMessage(_Message):
+class _ClientMessage(_Message):
+    traceparent: str | None = Field(
+        default=None,
+        description="Optional W3C trace context of the client's span (sent when tracing is on, see "
+        "openenv_sdk.tracing): the server's span for this request is its child.",
+    )
+    tracestate: str | None = Field(default=None, description="Optional W3C `tracestate`, with `traceparent`.")
+
+
+class ResetMessage(_ClientMessage):
     """Start an episode. Reply: `observation`."""
 
     type: Literal["reset"]
@@ -62,7 +71,7 @@ class ResetMessage(_Message):
     id: RequestId
 
 
-class StepMessage(_Message):
+class StepMessage(_ClientMessage):
     """Apply one action. Reply: `observation` (or `error`, e.g. `VALIDATION_ERROR`, `NOT_RESET`)."""
 
     type: Literal["step"]
@@ -73,7 +82,7 @@ class StepMessage(_Message):
     id: RequestId
 
 
-class StateMessage(_Message):
+class StateMessage(_ClientMessage):
     """Read the environment's state. Reply: `state`."""
 
     type: Literal["state"]
@@ -81,7 +90,7 @@ class StateMessage(_Message):
     id: RequestId
 
 
-class CloseMessage(_Message):
+class CloseMessage(_ClientMessage):
     """End the session: the server closes the socket with code 1000 and sends no reply."""
 
     type: Literal["close"]
@@ -100,7 +109,7 @@ class JsonRpcRequest(BaseModel):
     id: str | int | None = None
 
 
-class McpMessage(_Message):
+class McpMessage(_ClientMessage):
     """A JSON-RPC request to the environment's tools, in this session's episode. Reply: `mcp`."""
 
     type: Literal["mcp"]
@@ -108,7 +117,7 @@ class McpMessage(_Message):
     id: RequestId
 
 
-class SessionMessage(_Message):
+class SessionMessage(_ClientMessage):
     """Ask for this connection's session and the MCP token that binds an agent to it. Reply: `session`."""
 
     type: Literal["session"]
@@ -123,7 +132,7 @@ class CallData(BaseModel):
     arguments: dict[str, Any] | None = None
 
 
-class CallMessage(_Message):
+class CallMessage(_ClientMessage):
     """An orchestrator-only call (graders use them). Reply: `result`."""
 
     type: Literal["call"]

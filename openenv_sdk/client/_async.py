@@ -10,6 +10,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from .. import tracing
 from ..errors import ClientStateError, ProviderError, RequestTimeout, ServerError, TransportError
 from ..tasks import ServedTask, TaskSplit
 from ..types import SchemaResponse, SessionInfo
@@ -254,7 +255,10 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     async def call_tool(self, name: str, /, **arguments: Any) -> mcp_types.CallToolResult:
         """Call a tool as the agent would: over MCP, in this session's episode. See `EnvClient.call_tool`."""
-        return await (await self._mcp_channel()).call_tool(name, arguments)
+        channel = await self._mcp_channel()
+        with tracing.span("openenv.client.call_tool", attributes={"gen_ai.tool.name": name, **self._span_attributes()}):
+            # the mcp SDK carries the trace on in the request's `_meta`
+            return await channel.call_tool(name, arguments)
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -278,7 +282,8 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
     def _http_client(self) -> httpx.AsyncClient:
         if self._http is None:
             self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s), headers=self._auth_headers()
+                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s), headers=self._auth_headers(),
+                event_hooks={"request": [_inject_trace]} if tracing.enabled() else None,
             )
         return self._http
 
@@ -348,7 +353,8 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         for attempt in (1, 2):
             conn = await self._connection(kind)
             try:
-                return await self._roundtrip(conn, kind, data)
+                with tracing.span(f"openenv.client.{kind}", kind="client", attributes=self._span_attributes()):
+                    return await self._roundtrip(conn, kind, data)
             except Dropped as dropped:
                 await self._close_socket()
                 self._on_dropped(f"the connection closed ({dropped.reason})")
@@ -388,6 +394,10 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 await self._close_socket()
                 self._on_dropped("a request timed out on a server that does not echo request ids")
             raise RequestTimeout(self._timeout_error_text(kind)) from None
+
+
+async def _inject_trace(request: httpx.Request) -> None:
+    tracing.inject(request.headers)
 
 
 async def _unread(conn: ClientConnection) -> list[str | bytes]:

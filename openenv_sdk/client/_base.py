@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ValidationError
 
+from .. import tracing
 from ..errors import (
     CapacityError,
     ClientStateError,
@@ -343,9 +344,16 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
 
     # --- the envelope -----------------------------------------------------------------------
 
+    def _span_attributes(self) -> dict[str, Any]:
+        """What a client span says of this client (see `openenv_sdk.tracing`)."""
+        info = self._session_info
+        return {"server.address": self._base_url, "openenv.session_id": info.session_id if info else None}
+
     def _encode(self, kind: str, data: Any) -> tuple[int, str]:
         request_id = next(self._ids)
         message: dict[str, Any] = {"type": kind, "id": request_id} if self._send_ids else {"type": kind}
+        if self._send_ids and tracing.enabled():  # OpenEnv's servers refuse unknown fields
+            tracing.inject(message)  # `traceparent`: the server's span of this request is the client span's child
         if data is not None:
             message["data"] = data
         return request_id, json.dumps(message)

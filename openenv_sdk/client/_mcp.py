@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .. import tracing
 from ..errors import RequestTimeout, ToolCallError, TransportError
 
 if TYPE_CHECKING:
@@ -92,6 +94,12 @@ class McpChannel:
 
         await self._ensure_started()
         assert self._queue is not None
+        if tracing.enabled():  # the request runs in the caller's context: the mcp SDK puts its span in `_meta`
+            context, untraced = contextvars.copy_context(), fn
+
+            async def fn(session: Any) -> T:
+                return await asyncio.create_task(untraced(session), context=context)  # type: ignore[arg-type]
+
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((fn, future))
         try:

@@ -11,6 +11,7 @@ import httpx
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
+from .. import tracing
 from ..errors import ClientStateError, ProviderError, RequestTimeout, ServerError, TransportError
 from ..tasks import ServedTask, TaskSplit
 from ..types import SchemaResponse, SessionInfo
@@ -280,7 +281,9 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """
         channel = self._mcp_channel()
         assert self._loop_thread is not None
-        return self._loop_thread.run(channel.call_tool(name, arguments), self._mcp_wait_s())
+        with tracing.span("openenv.client.call_tool", attributes={"gen_ai.tool.name": name, **self._span_attributes()}):
+            # the mcp SDK carries the trace on in the request's `_meta`
+            return self._loop_thread.run(channel.call_tool(name, arguments), self._mcp_wait_s())
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -323,7 +326,8 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
     def _http_client(self) -> httpx.Client:
         if self._http is None:
             self._http = httpx.Client(
-                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s), headers=self._auth_headers()
+                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s), headers=self._auth_headers(),
+                event_hooks={"request": [_inject_trace]} if tracing.enabled() else None,
             )
         return self._http
 
@@ -394,7 +398,8 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         for attempt in (1, 2):
             conn = self._connection(kind)
             try:
-                return self._roundtrip(conn, kind, data)
+                with tracing.span(f"openenv.client.{kind}", kind="client", attributes=self._span_attributes()):
+                    return self._roundtrip(conn, kind, data)
             except Dropped as dropped:
                 self._close_socket()
                 self._on_dropped(f"the connection closed ({dropped.reason})")
@@ -444,6 +449,10 @@ def _unread(conn: ClientConnection) -> list[str | bytes]:
         except (ConnectionClosed, TimeoutError, RuntimeError):
             break
     return out
+
+
+def _inject_trace(request: httpx.Request) -> None:
+    tracing.inject(request.headers)
 
 
 def _json_or_text(response: httpx.Response) -> Any:

@@ -35,9 +35,11 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import tracing
 from ._fs import remove_tree
 from ._isolation import Isolation, isolation_mode
 from ._limits import CommandResult, SandboxLimits
@@ -431,6 +433,41 @@ class Sandbox:
                 off by default: the command's loopback is its own.
             limits: replaces the sandbox's limits for this command.
         """
+        options: dict[str, Any] = dict(
+            cwd=cwd, env=env, stdin=stdin, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
+            mounts=mounts, network=network, limits=limits,
+        )  # fmt: skip
+        if tracing.enabled():
+            return self._run_traced(command, options)
+        return self._run(command, **options)
+
+    def _run_traced(self, command: str | Sequence[str], options: dict[str, Any]) -> CommandResult:
+        """`_run` in a span `openenv.sandbox.run` (the program's name, exit code, timeout, duration)."""
+        program = command.split(None, 1)[0] if isinstance(command, str) and command.strip() else "bash"
+        if not isinstance(command, str):
+            program = os.path.basename(command[0]) if command else ""
+        attributes = {"process.executable.name": program, "openenv.sandbox.isolation": self.isolation.value}
+        with tracing.span("openenv.sandbox.run", attributes=attributes) as span:
+            result = self._run(command, **options)
+            tracing.set_attributes(span, {
+                "process.exit.code": result.exit_code, "openenv.sandbox.timed_out": result.timed_out,
+                "openenv.sandbox.duration_s": round(result.duration_s, 4),
+            })  # fmt: skip
+            return result
+
+    def _run(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | Path | None,
+        env: Mapping[str, str] | None,
+        stdin: str | bytes | None,
+        timeout_s: float | None,
+        max_output_bytes: int | None,
+        mounts: Sequence[Mount],
+        network: bool,
+        limits: SandboxLimits | None,
+    ) -> CommandResult:
         self._check_open()
         limits = limits or self.limits
         update: dict[str, object] = {}

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from .. import tracing
 from ..environment import Environment
 from ..errors import EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
@@ -30,6 +31,7 @@ from ._metrics import router as metrics_router
 from ._protocol import ProtocolError
 from ._session import SessionManager
 from ._tasks import router as tasks_router
+from ._tracing import TracingMiddleware
 from ._ws import serve_websocket
 
 __all__ = ["ServerConfig", "ServerState", "create_app", "uvicorn_limits"]
@@ -235,6 +237,8 @@ def create_app(
     if config.orchestrator_token is not None:
         app.add_middleware(OrchestratorAuthMiddleware, token=config.orchestrator_token.get_secret_value())
     app.add_middleware(RequestIdMiddleware)
+    if tracing.enabled():  # outermost: its span covers the whole request
+        app.add_middleware(TracingMiddleware)
     _redact_access_log()
     app.add_exception_handler(ProtocolError, protocol_error_response)
     app.add_exception_handler(RequestValidationError, _request_validation_error)

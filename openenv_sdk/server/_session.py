@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
+from .. import tracing
 from ..environment import Environment
 from ..tools import ToolSpec, error_result, tool_result, validation_message
 from ..types import (
@@ -199,6 +200,9 @@ class Session:
         thread with `THREAD_AFFINITY`). `TimeoutError` past `timeout_s`; a sync call left running
         (timed out, or its caller cancelled) quarantines the session until it ends."""
         kwargs = kwargs or {}
+        if tracing.enabled():  # a span for the environment's code, on whichever thread runs it
+            name = what or f"{getattr(fn, '__name__', 'call')}()"
+            fn = tracing.wrap(fn, f"openenv.env {name}", {"openenv.session_id": self.id})
         if _is_coroutine_function(fn):
             if timeout_s is None:
                 return await guard_async(fn(*args, **kwargs))

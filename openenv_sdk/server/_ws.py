@@ -16,10 +16,12 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from .. import tracing
 from ..types import ErrorCode, SessionInfo, WSRequest
 from ._limits import check_json_text
 from ._mcp_compat import handle_jsonrpc
 from ._protocol import ProtocolError
+from ._tracing import handle_traced
 
 if TYPE_CHECKING:
     from ._app import ServerState
@@ -79,7 +81,10 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             except ProtocolError as error:
                 await websocket.send_text(_dump("error", error.payload(), None))
                 continue
-            reply, closing = await _handle(session, text, state)
+            if tracing.enabled():
+                reply, closing = await handle_traced(_handle, session, text, state)
+            else:
+                reply, closing = await _handle(session, text, state)
             if reply is not None:
                 await websocket.send_text(reply)
             if closing:

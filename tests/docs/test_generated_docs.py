@@ -70,7 +70,7 @@ def test_the_ws_schema_describes_real_traffic() -> None:
         {"type": "step", "data": {"type": "call_tool", "tool_name": "echo", "arguments": {"message": "x"}}},
         {"type": "step", "data": {"type": "list_tools"}},
         {"type": "step", "data": {"mesage": "typo"}, "id": 3},
-        {"type": "state"},
+        {"type": "state", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
         {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
         {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                  "params": {"name": "echo", "arguments": {"message": "m"}}}},
