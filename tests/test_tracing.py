@@ -36,19 +36,37 @@ ECHO = ROOT / "environments" / "echo"
 _exporter = InMemorySpanExporter()
 
 
+class _WhileTesting(SimpleSpanProcessor):
+    """Exports only during a test of this module: the process's tracer provider is set once and
+    for good, and the mcp SDK traces every later test's MCP calls through it."""
+
+    active = False
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.active:
+            super().on_end(span)
+
+
+_processor = _WhileTesting(_exporter)
+
+
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    """Tracing on, into the in-memory exporter (the process's tracer provider is set once)."""
+    """Tracing on, into the in-memory exporter."""
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_exporter))
+        provider.add_span_processor(_processor)
         trace.set_tracer_provider(provider)
     monkeypatch.setenv(tracing.ENABLE_ENV, "1")
     assert tracing.refresh()
     _exporter.clear()
-    yield _exporter
-    monkeypatch.delenv(tracing.ENABLE_ENV)
-    assert not tracing.refresh()
+    _processor.active = True
+    try:
+        yield _exporter
+    finally:
+        _processor.active = False
+        monkeypatch.delenv(tracing.ENABLE_ENV)
+        assert not tracing.refresh()
 
 
 def _by_name(finished: tuple[ReadableSpan, ...]) -> dict[str, list[ReadableSpan]]:
@@ -72,11 +90,9 @@ def _ancestors(span: ReadableSpan, finished: tuple[ReadableSpan, ...]) -> list[s
 
 
 def test_one_trace_from_the_client_through_the_server_into_the_sandbox(spans: InMemorySpanExporter) -> None:
-    sys.path.insert(0, str(TERMINAL))
-    try:
-        from grader import TerminalGrader  # the terminal environment's host-side grader
-    finally:
-        sys.path.remove(str(TERMINAL))
+    sys.path.insert(0, str(TERMINAL / "tests"))
+    from terminal_testkit import terminal_grader  # the grader, under a name of its own
+
     tracer = trace.get_tracer("a-trainer")
     with serve_app(create_app(load_environment(TERMINAL).env_cls)) as url:
         with GenericEnvClient(url) as env, tracer.start_as_current_span("episode") as episode:
@@ -84,7 +100,7 @@ def test_one_trace_from_the_client_through_the_server_into_the_sandbox(spans: In
             assert env.call_tool("bash", command="git -C repo log --oneline | wc -l").content[0].text.startswith("4")
             assert env.state()["task_id"] == "git_revert"
             assert env.tasks("train")[0].id == "clean_tmp_files"  # the Task API, over HTTP
-            score = grade(TerminalGrader(), env)
+            score = grade(terminal_grader.TerminalGrader(), env)
     assert score.value == 0.0
     finished = spans.get_finished_spans()
     names = _by_name(finished)
