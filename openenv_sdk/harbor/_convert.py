@@ -180,7 +180,9 @@ def _package_problems(workspace: WorkspacePlan, env_dir: Path, ignored: set[str]
 def _config_problems(task: HarborTask, notes: list[str]) -> list[str]:
     env = task.environment
     problems = []
-    if env.get("docker_image"):
+    if env.get("docker_image") and (task.environment_dir / "Dockerfile").is_file():
+        notes.append(f"[environment] docker_image {env['docker_image']!r} ignored: read from environment/Dockerfile")
+    elif env.get("docker_image"):
         problems.append(
             f"task.toml [environment] docker_image {env['docker_image']!r}: a prebuilt image's contents are "
             f"unknown to the importer (it needs environment/Dockerfile)"

@@ -48,6 +48,8 @@ FORBIDDEN_WORKDIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64
 """Where a workspace cannot be mounted: the sandbox's system, its own `/tmp`, the sessions' folders."""
 
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
+_WORKDIR = re.compile(r"^/[A-Za-z0-9._/-]*$")
+"""What the terminal environment's `workdir` takes (a path it mounts the workspace on)."""
 _APT_LISTS = ("/var/lib/apt/lists/*", "/var/lib/apt/lists", "/var/cache/apt/*", "/var/cache/apt/archives/*")
 _ARCHIVE = re.compile(r"\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz|tar\.zst)$")
 
@@ -198,6 +200,9 @@ def plan_workspace(environment_dir: Path) -> WorkspacePlan:
         plan.problems.append("Dockerfile: no WORKDIR, so there is no workspace folder to give the agent (add WORKDIR /app)")
         return plan
     workdir = plan.workdir = workdirs[-1]
+    if not _WORKDIR.match(workdir):
+        plan.problems.append(f"Dockerfile: WORKDIR {workdir!r}: use letters, digits, '.', '_', '-' and '/' only")
+        return plan
     if workdir == "/" or any(_inside(workdir, banned) for banned in FORBIDDEN_WORKDIRS):
         plan.problems.append(
             f"Dockerfile: WORKDIR {workdir} cannot be the workspace (it is the sandbox's system or its /tmp); "
@@ -260,7 +265,11 @@ def _env_names(args: str) -> list[str]:
 
 
 def _copy(plan: WorkspacePlan, where: str, keyword: str, args: str, cwd: str, workdir: str, context: Path) -> None:
-    words = json.loads(args) if args.startswith("[") else shlex.split(args)
+    try:
+        words = json.loads(args) if args.startswith("[") else shlex.split(args)
+    except ValueError:
+        plan.problems.append(f"{where}: {keyword} {args} cannot be read")
+        return
     flags = [w for w in words if w.startswith("--")]
     paths = [w for w in words if not w.startswith("--")]
     if any(f.startswith("--from") for f in flags):

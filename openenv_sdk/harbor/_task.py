@@ -69,6 +69,10 @@ def read_harbor_task(folder: str | Path) -> HarborTask:
             config = tomllib.loads(toml_path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             problems.append(f"task.toml does not parse: {e}")
+    root = folder.resolve()
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            problems.append(f"{path.relative_to(folder)} is a link out of the task folder: nothing outside it is read")
     instruction = ""
     if (folder / "instruction.md").is_file():
         instruction = (folder / "instruction.md").read_text(encoding="utf-8", errors="replace").strip()

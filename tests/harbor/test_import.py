@@ -194,6 +194,29 @@ def test_a_prebuilt_image_is_refused(env_dir: Path, tmp_path: Path) -> None:
     ]
 
 
+def test_a_prebuilt_image_beside_its_dockerfile_is_read_from_the_dockerfile(env_dir: Path, tmp_path: Path) -> None:
+    task = make_task(tmp_path, toml="[environment]\ndocker_image = 'alexgshaw/task:20251031'\n")
+    report = import_harbor_task(task, tasks_dir=env_dir / "tasks")
+    assert "[environment] docker_image 'alexgshaw/task:20251031' ignored: read from environment/Dockerfile" in report.notes
+
+
+def test_a_link_out_of_the_task_is_refused(env_dir: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("not for the agent")
+    task = make_task(tmp_path, dockerfile="FROM debian\nWORKDIR /app\nCOPY data.txt /app/\n")
+    (task / "environment/data.txt").symlink_to(secret)
+    problems = refusal(task, env_dir)
+    assert problems[0] == "environment/data.txt is a link out of the task folder: nothing outside it is read"
+    assert "Dockerfile line 3: COPY data.txt: no such file in environment/" in problems
+
+
+def test_a_workdir_the_environment_cannot_mount_is_refused(env_dir: Path, tmp_path: Path) -> None:
+    task = make_task(tmp_path, dockerfile='FROM debian\nWORKDIR "/my app"\n')
+    assert refusal(task, env_dir) == [
+        "Dockerfile: WORKDIR '/my app': use letters, digits, '.', '_', '-' and '/' only"
+    ]
+
+
 def test_packages_the_environment_lacks_are_refused_with_the_fix(env_dir: Path, tmp_path: Path) -> None:
     task = make_task(
         tmp_path,
