@@ -2,7 +2,8 @@
 
     RayFleet
      ├── one Ray actor per server (`ServerActor`), asking for the manifest's resources;
-     │   it runs `openenv serve` on its node and exits when the server dies, and Ray
+     │   it runs `openenv serve` (or, given `image=`, a container in the node's engine)
+     │   on its node and exits when the server dies, and Ray
      │   restarts it (`max_restarts`), on any node that has the resources
      ├── a monitor thread that asks every actor where its server is (`endpoint()`), and
      │   marks a server down when its actor does not answer in `probe_timeout_s`
@@ -33,6 +34,7 @@ from openenv_sdk.client import DEFAULT_TIMEOUT_S
 from openenv_sdk.errors import ClientStateError, ProviderError
 from openenv_sdk.manifest import load_manifest
 from openenv_sdk.providers.base import Provider
+from openenv_sdk.providers.docker import NetworkPolicy
 
 from ._actor import ServerActor
 
@@ -56,7 +58,9 @@ class FleetServer:
     sessions: int
     """Clients handed out on it and not yet closed."""
     server_pid: int | None
-    """The server's process id on its node (last known)."""
+    """The server's process id on its node (last known; `None` for a container)."""
+    container_id: str | None = None
+    """The server's container in its node's engine (last known; `None` for a process)."""
     orchestrator_token: str | None = dataclasses.field(default=None, repr=False)
     """The server's orchestrator token, for a client made by hand (never in `repr`)."""
 
@@ -70,6 +74,7 @@ class _Slot:
     node_id: str | None = None
     actor_pid: int | None = None
     server_pid: int | None = None
+    container_id: str | None = None
     generation: int = -1
     sessions: int = 0
     pending: Any = None
@@ -97,6 +102,16 @@ class FleetMember(Provider):
     def orchestrator_token(self) -> str | None:
         """The running server's orchestrator token (a replacement has a new one)."""
         return self._slot.token
+
+    @property
+    def name(self) -> str:
+        """`<env>[<index>]`: the server's slot in the fleet (a label for metrics; `EnvSource` takes it)."""
+        return f"{self._fleet.env_dir.name}[{self._slot.index}]"
+
+    @property
+    def node_id(self) -> str | None:
+        """The Ray node the server runs on (last known; a replacement may run on another)."""
+        return self._slot.node_id
 
     def start(self) -> str:
         """The server's URL, once it is up.
@@ -143,6 +158,8 @@ class RayFleet:
         env_dir: str | Path,
         *,
         size: int,
+        image: str | None = None,
+        container_network: NetworkPolicy | None = None,
         num_cpus: float | None = None,
         memory_bytes: int | None = None,
         resources: Mapping[str, float] | None = None,
@@ -160,6 +177,14 @@ class RayFleet:
             env_dir: the environment folder (holds `openenv.yaml`); it must be at the same
                 path on every node (a shared folder, or the same checkout).
             size: how many servers to start.
+            image: run each server as a container of this environment image (`openenv build`)
+                in its node's engine (`DOCKER_HOST`, else Podman's or Docker's socket), through
+                `DockerProvider`; every node needs the image. Default: `openenv serve ENV_DIR`
+                as a process. The manifest in `env_dir` still gives the resources asked of Ray.
+            container_network: the containers' network policy: `none` (no egress; the server is
+                reached at the container's address on its node's internal bridge, which only
+                that node routes to) or `bridge` (egress; the port is published on the node's
+                IP, which every node reaches); default the image's manifest `network.policy`.
             num_cpus: CPUs each server's actor asks Ray for; default the manifest's `resources.cpus`.
             memory_bytes: memory each actor asks Ray for, in bytes; default the manifest's
                 `resources.memory`.
@@ -191,6 +216,8 @@ class RayFleet:
         self.num_cpus = manifest.resources.cpus if num_cpus is None else num_cpus
         self.memory_bytes = manifest.resources.memory_bytes if memory_bytes is None else memory_bytes
         self.resources = dict(resources or {})
+        self.image = image
+        self._container_network = container_network
         self.max_restarts = max_restarts
         self._host = host
         self._address = address
@@ -253,6 +280,7 @@ class RayFleet:
                     generation=s.generation,
                     sessions=s.sessions,
                     server_pid=s.server_pid,
+                    container_id=s.container_id,
                     orchestrator_token=s.token,
                 )
                 for s in self._slots
@@ -368,7 +396,8 @@ class RayFleet:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<RayFleet {self.env_dir.name} {len(self.urls)}/{self.size} up>"
+        what = self.env_dir.name if self.image is None else self.image
+        return f"<RayFleet {what} {len(self.urls)}/{self.size} up>"
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -381,7 +410,11 @@ class RayFleet:
             max_task_retries=0,
             max_concurrency=4,  # endpoint() answers while stop() runs
         )
-        return remote_cls.remote(str(self.env_dir), self._host, self.startup_timeout_s, 0.2)
+        # A container's liveness is a call to the engine: asked less often than a process's poll.
+        watch_interval_s = 0.2 if self.image is None else 0.5
+        return remote_cls.remote(
+            str(self.env_dir), self._host, self.startup_timeout_s, watch_interval_s, self.image, self._container_network
+        )
 
     def _await_first_endpoints(self, slots: list[_Slot]) -> None:
         refs = {slot.actor.endpoint.remote(): slot for slot in slots}
@@ -411,7 +444,7 @@ class RayFleet:
                     slot.sessions = 0  # the old server's sessions are gone with it
                 slot.actor_pid = endpoint["actor_pid"]
             slot.url, slot.token, slot.node_id = endpoint["url"], endpoint["token"], endpoint["node_id"]
-            slot.server_pid = endpoint["server_pid"]
+            slot.server_pid, slot.container_id = endpoint["server_pid"], endpoint["container_id"]
 
     def _pick(self) -> tuple[_Slot, int]:
         if self._closed or not self._slots:

@@ -14,7 +14,8 @@ Network policy and how the host reaches the server:
   to route to the container's IP: true for Docker Engine and Podman on Linux, not for Docker
   Desktop (macOS/Windows), where `network="bridge"` is needed.
 * `bridge`: the engine's default network, full egress; the port is published on
-  127.0.0.1 at a random host port.
+  127.0.0.1 (or `publish_host`, e.g. a node's address that other machines reach) at a
+  random host port.
 * `allowlist`: not supported by this provider (it needs an egress proxy).
 
 A sandboxed environment (manifest `sandbox:`) runs each agent command in bubblewrap, as root
@@ -115,6 +116,7 @@ class DockerProvider(Provider):
         engine: docker.DockerClient | None = None,
         docker_host: str | None = None,
         orchestrator_token: bool = True,
+        publish_host: str = "127.0.0.1",
     ) -> None:
         """Describe the container; nothing runs until `start()`.
 
@@ -136,6 +138,9 @@ class DockerProvider(Provider):
                 `orchestrator_token`): only clients given this provider can reset, step or close.
                 False serves it open, for clients that cannot send the token (OpenEnv's).
             docker_host: engine address when `engine` is not given.
+            publish_host: the host address a `bridge` container's port is published on, and the
+                host of its URL; another machine's address makes it reachable from there
+                (`RayFleet` publishes on its node's IP). Unused with policy `none`.
         """
         if startup_timeout_s <= 0:
             raise ValueError(f"startup_timeout_s must be positive, got {startup_timeout_s}")
@@ -157,6 +162,7 @@ class DockerProvider(Provider):
         self._base_url: str | None = None
         self._token: str | None = None
         self._use_token = orchestrator_token
+        self._publish_host = publish_host
         self._lock = threading.Lock()
 
     # --- public ---------------------------------------------------------------------------
@@ -319,12 +325,15 @@ class DockerProvider(Provider):
             options["read_only"] = True
             options["tmpfs"] = {"/tmp": "rw,size=64m"}
         if policy == "bridge":
-            options["ports"] = {f"{port}/tcp": ("127.0.0.1", None)}
+            options["ports"] = {f"{port}/tcp": (self._publish_host, None)}
         else:
             options["network"] = _internal_network(engine)
         try:
             container = engine.containers.run(image.id or self.image, detach=True, **options)
         except docker.errors.DockerException as e:
+            # `run` creates, then starts: a refused start would leave the created container behind.
+            with contextlib.suppress(Exception):
+                engine.containers.get(options["name"]).remove(force=True, v=True)
             raise ContainerRunError(f"the engine refused to run {self.image!r}: {e}") from e
         self._container = container
         _live.add(self)
@@ -362,7 +371,7 @@ class DockerProvider(Provider):
                     container_id=container.id,
                     log_tail=self.logs_tail(),
                 )
-            return f"http://127.0.0.1:{bindings[0]['HostPort']}"
+            return f"http://{self._publish_host}:{bindings[0]['HostPort']}"
         networks = container.attrs.get("NetworkSettings", {}).get("Networks", {})
         address = (networks.get(INTERNAL_NETWORK) or {}).get("IPAddress")
         if not address:
