@@ -88,7 +88,8 @@ class EnvSource:
             provider = DockerProvider(image, startup_timeout_s=startup_timeout_s)
         self.provider = provider
         self._base_url = base_url.rstrip("/") if base_url is not None else None
-        self.name = name or str(env_dir or image or base_url or type(provider).__name__)
+        # A provider may name itself (a fleet member: `echo[0]`); one of a kind is its class's name.
+        self.name = name or str(env_dir or image or base_url or getattr(provider, "name", None) or type(provider).__name__)
         self.generation = 0
         """Counts restarts: a client made at an older generation talks to a server that is gone."""
         self._lock = threading.Lock()
@@ -96,6 +97,17 @@ class EnvSource:
 
     def __repr__(self) -> str:
         return f"EnvSource({self.name!r})"
+
+    @property
+    def url(self) -> str | None:
+        """The server's base URL now: the provider's (a fleet member's follows Ray's replacements), else the one given."""
+        url = getattr(self.provider, "base_url", None)
+        return str(url).rstrip("/") if url else self._base_url
+
+    @property
+    def node(self) -> str | None:
+        """Where the server runs now, when the provider says (a fleet member's Ray node id); else `None`."""
+        return getattr(self.provider, "node_id", None)
 
     @property
     def can_restart(self) -> bool:

@@ -26,7 +26,9 @@ logprob at every mask-1 position, NaN elsewhere; never filled in), the group-rel
   `breaker_failures` failures in a row; `check_health` raises `WorkerStuck` or `WorkerStarved`
   with the cause.
 - Metrics (`metrics_queue`): reward mean and std, episode length, turns, tool calls and errors,
-  environment latency, truncation, drops, failures, restarts.
+  environment latency, truncation, drops, failures, restarts; and per source (one server, on one
+  node of a fleet): episodes in flight, finished, failed, timed out, restarts
+  (`worker/source/<label>/...`, also `source_counters`).
 """
 
 from __future__ import annotations
@@ -59,11 +61,12 @@ from .errors import (
     WorkerStarved,
     WorkerStuck,
 )
+from .source_counters import SourceCounters, source_labels
 from .sources import EnvSource
 from .tasks import split_task
 from .trl_env import TRL_COLUMNS
 
-__all__ = ["CircuitBreaker", "EnvRolloutWorker", "WorkerConfig", "rollout_sample_type"]
+__all__ = ["CircuitBreaker", "EnvRolloutWorker", "SourceCounters", "WorkerConfig", "rollout_sample_type"]
 
 logger = logging.getLogger(__name__)
 
@@ -160,9 +163,10 @@ class CircuitBreaker:
 class _SourceState:
     """One source's sessions and breaker (used on the worker's loop only)."""
 
-    def __init__(self, source: EnvSource, breaker: CircuitBreaker) -> None:
+    def __init__(self, source: EnvSource, breaker: CircuitBreaker, counters: SourceCounters) -> None:
         self.source = source
         self.breaker = breaker
+        self.counters = counters
         self.free: list[tuple[int, Any]] = []  # (source generation, session)
         self.restarting = False
 
@@ -234,7 +238,10 @@ class EnvRolloutWorker:
         self.metrics_queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=4096)
         self._sample_type = rollout_sample_type()
         self._model_version = 0
-        self._states = [_SourceState(s, CircuitBreaker(self.config.breaker_failures)) for s in self.sources]
+        self._states = [
+            _SourceState(source, CircuitBreaker(self.config.breaker_failures), SourceCounters(label=label))
+            for source, label in zip(self.sources, source_labels(s.name for s in self.sources), strict=True)
+        ]
         self._round_robin = itertools.cycle(range(len(self._states)))
         self._loop: LoopThread | None = None
         self._main: Any = None
@@ -267,6 +274,16 @@ class EnvRolloutWorker:
             0,
         )
         """Totals since `start()`, also pushed to `metrics_queue` as they change."""
+
+    @property
+    def source_counters(self) -> dict[str, SourceCounters]:
+        """Each source's episodes in flight, finished, failed, and its restarts, by label.
+
+        A label is the source's name (a fleet member's is `<env>[<index>]`); each entry also holds
+        the server's URL and node as last seen. Read it from any thread: the values are the loop's
+        own, not a snapshot.
+        """
+        return {state.counters.label: state.counters for state in self._states}
 
     # --- RolloutWorkerProtocol -----------------------------------------------------------------
 
@@ -438,6 +455,7 @@ class EnvRolloutWorker:
             await state.close()
             await asyncio.to_thread(state.source.restart)
             self._count("env_restarts")
+            state.counters.restarts += 1
             state.breaker.reset()
         except Exception as e:  # noqa: BLE001 - any failure to restart leaves the breaker open; it is reported
             self._last_failure = e
@@ -455,6 +473,7 @@ class EnvRolloutWorker:
         finally:
             self._inflight -= cfg.num_generations
         self._count("groups")
+        self._push({k: v for state in self._states for k, v in state.counters.metrics().items()})
         episodes = [r for r in results if r is not None]
         kept = [e for e in episodes if cfg.group_filter.keep_episode(e.truncated)]
         if len(kept) < len(episodes):
@@ -504,6 +523,9 @@ class EnvRolloutWorker:
                 if state is None:
                     return None
                 made_at, session = await state.acquire()
+                counters = state.counters
+                counters.url, counters.node = state.source.url, state.source.node
+                counters.inflight += 1
                 healthy = False
                 try:
                     runner: Any = run_episode
@@ -537,6 +559,10 @@ class EnvRolloutWorker:
                 except Exception as e:  # noqa: BLE001 - a failed episode is data: counted, retried, reported
                     timed_out = isinstance(e, TimeoutError)
                     self._count("episode_timeouts" if timed_out else "episode_failures")
+                    if timed_out:
+                        counters.timeouts += 1
+                    else:
+                        counters.failures += 1
                     self._consecutive_failures += 1
                     self._last_failure = e
                     self._last_progress = time.time()
@@ -545,8 +571,10 @@ class EnvRolloutWorker:
                         logger.warning("circuit breaker of %s opened: %r", state.source, e)
                     continue
                 finally:
+                    counters.inflight -= 1
                     await state.release(made_at, session, healthy=healthy)
                 state.breaker.success()
+                counters.episodes += 1
                 self._consecutive_failures = 0
                 self._last_progress = time.time()
                 self._count("episodes")

@@ -1,8 +1,10 @@
 """EnvRolloutWorker over a RayFleet on a 2-raylet local Ray cluster: one source (and breaker) per
-server; a lost node's episodes fail, the survivor's go on, and a new node brings its server back."""
+server; a lost node's episodes fail, counted on its source only, the survivor's go on, and a new node
+brings its server back."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import time
 from typing import Any
@@ -37,6 +39,15 @@ def _wait(predicate: Any, what: str, worker: EnvRolloutWorker, timeout_s: float 
             time.sleep(0.1)
 
 
+def _drain_metrics(worker: EnvRolloutWorker) -> dict[str, Any]:
+    """The last value of every metric the worker has pushed and the trainer has not taken yet."""
+    last: dict[str, Any] = {}
+    with contextlib.suppress(queue.Empty):
+        while True:
+            last.update(worker.metrics_queue.get_nowait())
+    return last
+
+
 def test_worker_over_a_fleet_survives_a_lost_node(model: Any, tokenizer: Any) -> None:
     cluster = Cluster(
         initialize_head=True,
@@ -59,9 +70,22 @@ def test_worker_over_a_fleet_survives_a_lost_node(model: Any, tokenizer: Any) ->
             worker.start()
             try:
                 _take(worker, 4)
+                counters = worker.source_counters
+                assert set(counters) == {s.name for s in sources} == {"echo[0]", "echo[1]"}
+                lost = next(s.name for s in sources if s.node == node.node_id)
+                kept = next(s.name for s in sources if s.name != lost)
+                old_url = counters[lost].url
+                assert counters[lost].node == node.node_id and counters[kept].node == cluster.head_node.node_id
+                kept_before = counters[kept].episodes
                 cluster.remove_node(node)
                 before = worker.counters["samples"]
                 _wait(lambda: worker.counters["samples"] > before + 4, "no samples from the surviving node", worker)
+                # The lost node's failures are its source's alone; the survivor's episodes go on.
+                assert counters[lost].failures >= config.breaker_failures
+                assert counters[kept].failures == counters[kept].timeouts == 0
+                assert counters[kept].episodes > kept_before
+                _wait(lambda: counters[kept].inflight > 0, "no episode in flight on the survivor", worker)
+                _wait(lambda: counters[lost].inflight == 0, "episodes still in flight on the lost node", worker)
                 cluster.add_node(num_cpus=1, resources=SLOT)
                 # the worker restarts its source while the node is gone; the fleet's own replacement
                 # (the actor restarted on the new node) is what brings the second server back
@@ -69,6 +93,17 @@ def test_worker_over_a_fleet_survives_a_lost_node(model: Any, tokenizer: Any) ->
                 assert worker.counters["env_restarts"] >= 1
                 before = worker.counters["samples"]
                 _wait(lambda: worker.counters["samples"] > before, "no samples after the replacement", worker)
+                lost_before = counters[lost].episodes
+                _wait(lambda: counters[lost].episodes > lost_before, "no episode finished on the replaced server", worker)
+                assert counters[lost].restarts >= 1 and counters[kept].restarts == 0
+                assert counters[lost].node not in (None, node.node_id) and counters[lost].url != old_url
+                assert counters[kept].failures == 0
+                # The same figures reach TRL's log through the metrics queue.
+                logged = _drain_metrics(worker)
+                assert logged[f"worker/source/{lost}/failures"] >= config.breaker_failures
+                assert logged[f"worker/source/{kept}/failures"] == 0.0
+                assert logged[f"worker/source/{kept}/episodes"] > kept_before
+                assert f"worker/source/{lost}/inflight" in logged
             finally:
                 worker.stop()
     finally:
