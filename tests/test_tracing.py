@@ -201,20 +201,20 @@ def test_off_by_default_nothing_of_the_sdk_is_imported_and_nothing_is_sent() -> 
         with serve_app(app) as url, GenericEnvClient(url) as env:
             env.reset()
             env.step({"message": "hi"})
-            env.call_tool("echo_message", message="hi") if "echo_message" in [t.name for t in env.list_tools()] else None
+            assert env.call_tool("echo", message="hi").content[0].text == "hi"
             sent = json.loads(env._encode("step", {"message": "x"})[1])
         print(json.dumps({
             "enabled": tracing.enabled(),
             "sdk": sorted(m for m in sys.modules if m.startswith("opentelemetry.sdk") or "exporter" in m),
             "tracer": tracing._tracer is not None,
-            "middleware": [m.cls.__name__ for m in app.user_middleware],
+            "middleware": "TracingMiddleware" in [m.cls.__name__ for m in app.user_middleware],
             "sent": sorted(sent),
         }))
         """
     )
     assert found == {
         "enabled": False, "sdk": [], "tracer": False,
-        "middleware": ["RequestIdMiddleware", "BodyLimitMiddleware"], "sent": ["data", "id", "type"],
+        "middleware": False, "sent": ["data", "id", "type"],
     }  # fmt: skip
 
 
