@@ -248,8 +248,8 @@ def _write_task(task: HarborTask, workspace: WorkspacePlan, folder: Path, catego
             shutil.copy2(copy.source, target)
     if workspace.setup:
         lines = [
-            f"# Generated from the Harbor task's environment/Dockerfile: its RUN lines, run as the agent in the",
-            f"# sandbox before the episode (package installs dropped: the environment has them).",
+            "# Generated from the Harbor task's environment/Dockerfile: its RUN lines, run as the agent in the",
+            "# sandbox before the episode (package installs dropped: the environment has them).",
             f"cd {shlex.quote(workspace.workdir or '/')}",
             *workspace.setup,
         ]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
