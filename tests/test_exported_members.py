@@ -50,3 +50,18 @@ def test_top_level_names_are_the_same_objects_and_import_lazily() -> None:
     code = "import sys, openenv_sdk; print(sorted(m for m in ('fastapi', 'httpx', 'websockets', 'docker', 'openenv_sdk.client') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_harbor_and_tracing_api() -> None:
+    import openenv_sdk.harbor
+    import openenv_sdk.tracing
+
+    assert sorted(openenv_sdk.harbor.__all__) == [
+        "HarborImportError", "HarborTask", "ImportReport", "import_harbor_task", "read_harbor_task"
+    ]  # fmt: skip
+    assert sorted(openenv_sdk.tracing.__all__) == [
+        "ENABLE_ENV", "enabled", "extract", "inject", "refresh", "set_attributes", "span", "wrap"
+    ]  # fmt: skip
+    for module in (openenv_sdk.harbor, openenv_sdk.tracing):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, name
