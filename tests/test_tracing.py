@@ -240,3 +240,51 @@ def test_the_console_exporter_names_the_service() -> None:
     span = json.loads(out.stdout[out.stdout.index("{"):])
     assert span["name"] == "openenv.test" and span["attributes"] == {"a": 1}
     assert span["resource"]["attributes"]["service.name"] == "trainer-7"
+
+
+def test_spans_reach_an_otlp_collector_over_http() -> None:
+    """The default exporter (`OTEL_TRACES_EXPORTER` unset: OTLP over HTTP), to a receiver on a real
+    port that decodes what it gets as the OTLP protobuf a collector reads."""
+    import http.server
+    import threading
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    received: list[tuple[str, str, bytes]] = []
+
+    class Collector(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, self.headers["Content-Type"], body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(("OPENENV_OTEL", "OTEL_"))}
+        code = (
+            "from openenv_sdk import tracing\n"
+            "with tracing.span('openenv.client.reset', kind='client', attributes={'openenv.session_id': 's1'}):\n"
+            "    pass\n"
+            "from opentelemetry import trace\ntrace.get_tracer_provider().shutdown()\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, check=True,
+            env={**environ, "OPENENV_OTEL": "1", "OTEL_SERVICE_NAME": "trainer-7",
+                 "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{server.server_port}"},
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [(path, kind) for path, kind, _ in received] == [("/v1/traces", "application/x-protobuf")]
+    request = ExportTraceServiceRequest.FromString(received[0][2])
+    (resource,) = request.resource_spans
+    service = {a.key: a.value.string_value for a in resource.resource.attributes}["service.name"]
+    (span,) = [s for scope in resource.scope_spans for s in scope.spans]
+    assert (service, span.name, span.kind) == ("trainer-7", "openenv.client.reset", 3)  # 3: SPAN_KIND_CLIENT
+    assert {a.key: a.value.string_value for a in span.attributes} == {"openenv.session_id": "s1"}
