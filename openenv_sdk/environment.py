@@ -51,8 +51,10 @@ class Environment(Generic[ActT, ObsT, StateT]):
     - `SUPPORTS_CONCURRENT_SESSIONS`: one server may hold many instances at once (default True).
       When False the server holds at most one session.
     - `THREAD_AFFINITY`: run every sync call of a session on one dedicated thread (for libraries
-      with thread-local state). Every session now has its own thread whatever this says, so
-      that a call that hangs holds up its own session only; kept for compatibility.
+      with thread-local state, such as a `sqlite3` connection). Without it, a session's blocking
+      sync calls run one at a time, in order, on threads of the server's shared pool, not
+      always the same one, and a session between calls holds no thread. Either way, a call that
+      hangs holds up its own session only.
     - `BLOCKING`: sync methods may block, so run them off the event loop (default True). Set it
       False for environments whose sync methods are quick and never block; they then run on the
       event loop, saving a thread hop per call.
