@@ -7,13 +7,15 @@
 environment's MCP tools (name, arguments, types and descriptions taken from the tools' JSON
 Schemas, so TRL renders them into the prompt and parses calls to them); `reset(**row)` starts an
 episode with the dataset row's task fields; `get_reward()` grades the episode host-side with the
-environment's grader. Instances are TRL's pool: each holds one session on the source's single
-server, reused across batches; `close()` (or the `closer()` callback at the end of training)
-closes every session and the server.
+environment's grader. Instances are TRL's pool: each holds one session on the source's server
+(a fleet's least-loaded one, for `EnvSource(fleet=...)`), reused across batches; a session whose
+server is gone is replaced at the next `reset`. `close()` (or the `closer()` callback at the end
+of training) closes every session and the server.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import keyword
@@ -23,6 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self
 
+from openenv_sdk.errors import TransportError
 from openenv_sdk.rubric import Score, grade
 
 from .chat import tool_result_text
@@ -108,7 +111,15 @@ class _ToolEnvironment:
         with self._lock:
             if self._client is None or self._client.is_closed:
                 self._client = factory.source.client()
-            result = self._client.reset(**task)
+            try:
+                result = self._client.reset(**task)
+            except TransportError:
+                # Its server is gone (a fleet's lost node, a restarted server): once, a new
+                # session, which a fleet opens on a live server.
+                with contextlib.suppress(Exception):
+                    self._client.close()
+                self._client = factory.source.client()
+                result = self._client.reset(**task)
         self.last_score = None
         return factory.observation_text(result.observation) if factory.observation_text else None
 
