@@ -48,6 +48,10 @@ def import_tasks(
         typer.Option("--ignore-package", help="A package the Dockerfile installs that the task does not need (repeat)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace tasks of the same id.")] = False,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Then serve the environment and play each task: solution 1.0, nothing 0.0."),
+    ] = False,
     output_format: FormatOpt = OutputFormat.human,
     json_flag: JsonOpt = False,
 ) -> None:
@@ -57,13 +61,15 @@ def import_tasks(
     Dockerfile's RUN lines) and hidden/<id>/ (a check that runs its tests/test.sh host-side in
     a fresh sandbox, and its solution). A task whose environment cannot be a sandbox workspace
     (docker-compose, a prebuilt image, packages the environment lacks, files outside WORKDIR)
-    is refused with every reason; nothing of it is written. Exit code 1 if any was refused.
+    is refused with every reason; nothing of it is written. With --verify, each imported task
+    is then played through the environment's server and graded: its reference solution must
+    score 1.0 and doing nothing 0.0. Exit code 1 if any was refused or failed to verify.
 
     Examples:
-        openenv harbor import examples/harbor/* --into environments/terminal/tasks --ignore-package curl
+        openenv harbor import examples/harbor/* --into environments/terminal/tasks --ignore-package curl --verify
         openenv harbor import ~/terminal-bench-2/tasks/hello-world --prefix tb2_ --json
     """
-    from openenv_sdk.harbor import HarborImportError, import_harbor_task
+    from openenv_sdk.harbor import HarborImportError, import_harbor_task, verify_imported
 
     fmt = resolve_format(output_format, json_flag)
     reports, refused = [], []
@@ -88,7 +94,19 @@ def import_tasks(
             console.print(f"[green]✓[/] {escape(str(task_dir))} -> {escape(report.task_folder)} (workdir {report.workdir})")
             for note in report.notes:
                 console.print(f"    [dim]{escape(note)}[/]")
+    verified = []
+    if verify and reports:
+        verified = verify_imported(into.parent, [r.task_id for r in reports])
+        if fmt is OutputFormat.human:
+            for v in verified:
+                mark = "[green]✓[/]" if v.ok else "[bold red]✗[/]"
+                console.print(f"{mark} {v.task_id}: solution {v.solution:g}, nothing {v.null:g}")
+                if not v.ok:
+                    console.print(f"    [dim]{escape(v.evidence.strip())}[/]")
     if fmt is OutputFormat.json:
-        print_json({"imported": [r.model_dump() for r in reports], "refused": refused})
-    if refused:
+        print_json({
+            "imported": [r.model_dump() for r in reports], "refused": refused,
+            "verified": [{**v.model_dump(), "ok": v.ok} for v in verified],
+        })  # fmt: skip
+    if refused or any(not v.ok for v in verified):
         raise typer.Exit(1)

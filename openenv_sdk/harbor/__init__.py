@@ -4,6 +4,8 @@
   `hidden/<id>/` (the check that runs the task's `tests/test.sh`, and its solutions).
 - `read_harbor_task`: the folder, read (instruction, `task.toml`'s tables).
 - `HarborImportError`: a task that cannot be mapped, with every reason.
+- `verify_imported`: play imported tasks through their environment's server (the reference
+  solution must score 1.0, doing nothing 0.0).
 
 `openenv harbor import TASK_DIR... --into environments/terminal/tasks` is the same from the
 command line. docs/harbor.md says what maps, what is changed, and what is refused.
@@ -11,5 +13,14 @@ command line. docs/harbor.md says what maps, what is changed, and what is refuse
 
 from ._convert import HarborImportError, ImportReport, import_harbor_task
 from ._task import HarborTask, read_harbor_task
+from ._verify import Verification, verify_imported
 
-__all__ = ["HarborImportError", "HarborTask", "ImportReport", "import_harbor_task", "read_harbor_task"]
+__all__ = [
+    "HarborImportError",
+    "HarborTask",
+    "ImportReport",
+    "Verification",
+    "import_harbor_task",
+    "read_harbor_task",
+    "verify_imported",
+]

@@ -310,3 +310,28 @@ def test_the_command_imports_and_reports_refusals(env_dir: Path, tmp_path: Path)
     assert [r["task_id"] for r in json.loads(result.stdout)["imported"]] == ["tb2_status_code_summary", "tb2_fix_fibonacci"]
     missing = runner.invoke(app, ["harbor", "import", str(tmp_path / "nope"), "--into", str(env_dir / "tasks")])
     assert missing.exit_code == 2 and "is not a folder" in " ".join(missing.output.split())
+
+
+def test_verify_plays_each_imported_task_through_the_server(tmp_path: Path) -> None:
+    """`--verify` on a copy of the terminal environment holding only the imported tasks: a task
+    whose solution needs a tool this system lacks imports, then fails verification."""
+    env = tmp_path / "terminal"
+    shutil.copytree(TERMINAL, env, ignore=shutil.ignore_patterns("tasks", "hidden", "tests", "__pycache__"))
+    (env / "hidden").mkdir()
+    shutil.copy(TERMINAL / "hidden" / "lib.sh", env / "hidden" / "lib.sh")
+    broken = make_task(
+        tmp_path,
+        dockerfile="FROM debian\nRUN apt-get update && apt-get install -y jq\nWORKDIR /app\n",
+        test_sh="[ \"$(cat /app/out.json)\" = 1 ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n",
+        extra={"solution/solve.sh": "echo '{\"n\": 1}' | no-such-jq-here .n > /app/out.json\n"},
+    )
+    result = CliRunner().invoke(app, [
+        "harbor", "import", str(EXAMPLES / "status-code-summary"), str(broken), "--into", str(env / "tasks"),
+        "--ignore-package", "jq", "--verify", "--json",
+    ])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    verified = {v["task_id"]: v for v in json.loads(result.stdout)["verified"]}
+    assert (verified["status_code_summary"]["solution"], verified["status_code_summary"]["null"]) == (1.0, 0.0)
+    assert verified["status_code_summary"]["ok"] and not verified["task"]["ok"]
+    assert (verified["task"]["solution"], verified["task"]["null"]) == (0.0, 0.0)
+    assert "Harbor reward 0" in verified["task"]["evidence"]
