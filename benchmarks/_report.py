@@ -52,6 +52,9 @@ class ConcurrencyResult:
     baseline_rss_kib: int = 0
     idle_rss_kib: int = 0
     server_threads: int = 0
+    stepped_rss_kib: int = 0
+    """Server RSS with the N sessions still open, after each has stepped."""
+    stepped_threads: int = 0
     errors: dict[str, int] = dataclasses.field(default_factory=dict)
     note: str = ""
     runs: int = 1
@@ -65,6 +68,12 @@ class ConcurrencyResult:
         if self.opened == 0:
             return math.nan
         return (self.idle_rss_kib - self.baseline_rss_kib) / self.opened
+
+    @property
+    def kib_per_stepped_session(self) -> float:
+        if self.opened == 0 or not self.stepped_rss_kib:
+            return math.nan
+        return (self.stepped_rss_kib - self.baseline_rss_kib) / self.opened
 
 
 def best_of(runs: list[ConcurrencyResult]) -> ConcurrencyResult:
@@ -85,10 +94,17 @@ def best_of(runs: list[ConcurrencyResult]) -> ConcurrencyResult:
 class TargetResults:
     name: str
     ws: LatencyStats | None = None
+    """One connection, the `websockets` client."""
+    ws_raw: LatencyStats | None = None
+    """One connection, the raw-frame client (`_rawws.RawWebSocket`)."""
     http: LatencyStats | None = None
     mcp_post: LatencyStats | None = None
+    mcp_post_refused: str = ""
+    """Why a stateless `tools/call` was refused (ours: it needs an episode), when it was."""
     mcp_bound: LatencyStats | None = None
     mcp_client: LatencyStats | None = None
+    mcp_bare: LatencyStats | None = None
+    """The same official client against a bare `MCPServer` with one tool, interleaved with `mcp_client`."""
     concurrency: list[ConcurrencyResult] = dataclasses.field(default_factory=list)
     """Per N, the best of its runs (see `best_of`)."""
     concurrency_runs: list[ConcurrencyResult] = dataclasses.field(default_factory=list)
@@ -134,22 +150,44 @@ def _largest_ok(results: list[ConcurrencyResult]) -> int | None:
     return max(ok) if ok else None
 
 
-def build_rows(ours: TargetResults | None, theirs: TargetResults | None) -> list[Row]:
+def build_rows(
+    ours: TargetResults | None, theirs: TargetResults | None, blocking: TargetResults | None = None
+) -> list[Row]:
+    """The table's rows; `blocking` is ours on the echo environment with `BLOCKING = True`."""
+
     def get(res: TargetResults | None, attr: str, field: str) -> float | None:
         stats = getattr(res, attr) if res else None
         return getattr(stats, field) if stats else None
 
     rows: list[Row] = []
     latency_metrics = (
-        ("ws", "WS step"),
+        ("ws", "WS step, websockets client"),
+        ("ws_raw", "WS step, raw-frame client"),
         ("http", "HTTP step"),
         ("mcp_post", "MCP tools/call POST, stateless"),
         ("mcp_bound", "MCP tools/call POST, in a session"),
     )
     for attr, label in latency_metrics:
         for field, stat in (("median_ms", "median"), ("p99_ms", "p99")):
+            refused = attr == "mcp_post" and ours is not None and ours.mcp_post_refused
             rows.append(
-                Row(f"{label}, {stat} (ms)", get(ours, attr, field), get(theirs, attr, field), "lower")
+                Row(
+                    f"{label}, {stat} (ms)",
+                    get(ours, attr, field),
+                    get(theirs, attr, field),
+                    "lower",
+                    ours_text="refused (no episode)" if refused else None,
+                )
+            )
+    if blocking is not None:
+        for field, stat in (("median_ms", "median"), ("p99_ms", "p99")):
+            rows.append(
+                Row(
+                    f"WS step, raw-frame client, BLOCKING echo, {stat} (ms)",
+                    get(blocking, "ws_raw", field),
+                    get(theirs, "ws_raw", field),
+                    "lower",
+                )
             )
     for field, stat in (("median_ms", "median"), ("p99_ms", "p99")):
         rows.append(
@@ -162,7 +200,7 @@ def build_rows(ours: TargetResults | None, theirs: TargetResults | None) -> list
             )
         )
     by_n: dict[int, dict[str, ConcurrencyResult]] = {}
-    for label, res in (("ours", ours), ("theirs", theirs)):
+    for label, res in (("ours", ours), ("theirs", theirs), ("blocking", blocking)):
         for r in res.concurrency if res else []:
             by_n.setdefault(r.sessions, {})[label] = r
     for n in sorted(by_n):
@@ -220,6 +258,63 @@ def build_rows(ours: TargetResults | None, theirs: TargetResults | None) -> list
                 fmt="{:.0f}",
             )
         )
+        rows.append(
+            Row(
+                f"{n} sessions: server RSS after the steps (MiB)",
+                o.stepped_rss_kib / 1024 if o and o.stepped_rss_kib else None,
+                t.stepped_rss_kib / 1024 if t and t.stepped_rss_kib else None,
+                "lower",
+                fmt="{:.0f}",
+            )
+        )
+        rows.append(
+            Row(
+                f"{n} sessions: KiB per session after the steps",
+                o.kib_per_stepped_session if o else None,
+                t.kib_per_stepped_session if t else None,
+                "lower",
+                fmt="{:.1f}",
+            )
+        )
+        b = by_n[n].get("blocking")
+        if b is not None:
+            rows.append(
+                Row(
+                    f"{n} sessions, BLOCKING echo: sessions fully OK",
+                    None,
+                    None,
+                    "higher",
+                    ours_text=ok_text(b),
+                    theirs_text=ok_text(t),
+                )
+            )
+            rows.append(
+                Row(
+                    f"{n} sessions, BLOCKING echo: steps/s",
+                    b.steps_per_s,
+                    t.steps_per_s if t else None,
+                    "higher",
+                    fmt="{:,.0f}",
+                )
+            )
+            rows.append(
+                Row(
+                    f"{n} sessions, BLOCKING echo: server RSS after the steps (MiB)",
+                    b.stepped_rss_kib / 1024 if b.stepped_rss_kib else None,
+                    t.stepped_rss_kib / 1024 if t and t.stepped_rss_kib else None,
+                    "lower",
+                    fmt="{:.0f}",
+                )
+            )
+            rows.append(
+                Row(
+                    f"{n} sessions, BLOCKING echo: server threads after the steps",
+                    float(b.stepped_threads),
+                    float(t.stepped_threads) if t else None,
+                    "lower",
+                    fmt="{:,.0f}",
+                )
+            )
     lo = _largest_ok(ours.concurrency) if ours else None
     lt = _largest_ok(theirs.concurrency) if theirs else None
     if by_n:
@@ -266,8 +361,11 @@ def ceiling_lines(results: dict[str, TargetResults]) -> list[str]:
     return lines
 
 
-def target_lines(ours: TargetResults | None, theirs: TargetResults | None) -> list[str]:
-    """Our targets, each with the number measured and whether it is met."""
+def target_lines(
+    ours: TargetResults | None, theirs: TargetResults | None, blocking: TargetResults | None = None
+) -> list[str]:
+    """Our targets, each with the number measured (a ratio from the same run where it compares)
+    and whether it is met."""
     if ours is None:
         return []
 
@@ -275,26 +373,45 @@ def target_lines(ours: TargetResults | None, theirs: TargetResults | None) -> li
         return "not measured" if ok is None else ("met" if ok else "NOT met")
 
     lines = []
-    if ours.ws:
+    for attr, client in (("ws", "websockets client"), ("ws_raw", "raw-frame client")):
+        mine, other = getattr(ours, attr), getattr(theirs, attr) if theirs else None
+        if mine and other:
+            ratio = mine.median_ms / other.median_ms
+            lines.append(
+                f"WS step median <= 0.5x OpenEnv's ({client}): {mine.median_ms:.3f} vs {other.median_ms:.3f} ms, "
+                f"x{ratio:.2f}, {verdict(ratio <= 0.5)}"
+            )
+            lines.append(
+                f"WS step p99 no worse than OpenEnv's ({client}): {mine.p99_ms:.3f} vs {other.p99_ms:.3f} ms, "
+                f"x{mine.p99_ms / other.p99_ms:.2f}, {verdict(mine.p99_ms <= other.p99_ms)}"
+            )
+    if ours.mcp_client and ours.mcp_bare:
+        ratio = ours.mcp_client.median_ms / ours.mcp_bare.median_ms
         lines.append(
-            f"WS step median < 0.25 ms: {ours.ws.median_ms:.3f} ms, {verdict(ours.ws.median_ms < 0.25)}"
-        )
-    mcp = ours.mcp_client or ours.mcp_bound
-    if mcp:
-        how = "ClientSession.call_tool" if ours.mcp_client else "JSON-RPC POST"
-        lines.append(
-            f"MCP call median < 1.5 ms: {mcp.median_ms:.3f} ms ({how}), {verdict(mcp.median_ms < 1.5)}"
-        )
-    at = {r.sessions: r for r in ours.concurrency}
-    if 10_000 in at:
-        r = at[10_000]
-        lines.append(
-            f"10,000 concurrent sessions with no failure: {r.ok_sessions:,}/10,000 OK, {verdict(r.all_ok)}"
+            f"MCP ClientSession.call_tool within 1.3x of a bare MCPServer and <= 1.5 ms: "
+            f"{ours.mcp_client.median_ms:.3f} vs {ours.mcp_bare.median_ms:.3f} ms, x{ratio:.2f}, "
+            f"{verdict(ratio <= 1.3 and ours.mcp_client.median_ms <= 1.5)}"
         )
     theirs_at = {r.sessions: r for r in theirs.concurrency} if theirs else {}
-    if 1000 in at and 1000 in theirs_at and theirs_at[1000].steps_per_s > 0:
-        ratio = at[1000].steps_per_s / theirs_at[1000].steps_per_s
-        lines.append(f"steps/s at 1,000 sessions >= 2x OpenEnv's: {ratio:.2f}x, {verdict(ratio >= 2)}")
+    for label, res in (("ours", ours), ("ours, BLOCKING echo", blocking)):
+        at = {r.sessions: r for r in res.concurrency} if res else {}
+        r, t = at.get(10_000), theirs_at.get(10_000)
+        if r is None:
+            continue
+        lines.append(
+            f"10,000 concurrent sessions with no failure ({label}): {r.ok_sessions:,}/10,000 OK, {verdict(r.all_ok)}"
+        )
+        if t is not None and t.steps_per_s > 0:
+            ratio = r.steps_per_s / t.steps_per_s
+            lines.append(f"steps/s at 10,000 sessions >= 3x OpenEnv's ({label}): x{ratio:.2f}, {verdict(ratio >= 3)}")
+        if t is not None and t.stepped_rss_kib and r.stepped_rss_kib:
+            ratio = r.stepped_rss_kib / t.stepped_rss_kib
+            lines.append(
+                f"server memory after the steps at 10,000 sessions <= 1/3 of OpenEnv's ({label}): "
+                f"{r.stepped_rss_kib / 1024:.0f} vs {t.stepped_rss_kib / 1024:.0f} MiB, x{ratio:.2f}, "
+                f"{verdict(ratio <= 1 / 3)}; {r.kib_per_idle_session:.1f} KiB per session idle after reset, "
+                f"{r.kib_per_stepped_session:.1f} KiB after the steps"
+            )
     per_session = [r.kib_per_idle_session for r in ours.concurrency if r.opened >= 1000]
     if per_session:
         worst = max(per_session)
@@ -351,9 +468,10 @@ def concurrency_detail(results: dict[str, TargetResults]) -> list[str]:
     lines = [
         (
             "| server | N | run | opened | sessions OK | steps OK | steps/s | open phase (s) | step p50 (ms) "
-            "| step p99 (ms) | RSS before (MiB) | RSS idle (MiB) | KiB/idle session | server threads |"
+            "| step p99 (ms) | RSS before (MiB) | RSS idle (MiB) | KiB/idle session | RSS after steps (MiB) "
+            "| server threads (idle / after steps) |"
         ),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, res in results.items():
         seen: Counter[int] = Counter()
@@ -363,7 +481,8 @@ def concurrency_detail(results: dict[str, TargetResults]) -> list[str]:
                 f"| {name} | {r.sessions:,} | {seen[r.sessions]} | {r.opened:,} | {r.ok_sessions:,} "
                 f"| {r.ok_steps:,} | {r.steps_per_s:,.0f} | {r.open_s:.1f} | {_fmt(r.step_p50_ms, '.1f')} "
                 f"| {_fmt(r.step_p99_ms, '.1f')} | {r.baseline_rss_kib / 1024:.0f} | {r.idle_rss_kib / 1024:.0f} "
-                f"| {_fmt(r.kib_per_idle_session, '.1f')} | {r.server_threads:,} |"
+                f"| {_fmt(r.kib_per_idle_session, '.1f')} | {r.stepped_rss_kib / 1024:.0f} "
+                f"| {r.server_threads:,} / {r.stepped_threads:,} |"
             )
     return lines
 
@@ -415,8 +534,11 @@ def markdown_report(
         "",
         (
             f"- **WS step**: one connection, a reset, {args.warmup} warm-up steps, then {args.ws_steps} timed "
-            'steps `{"type": "step", "data": {"message": "hi"}}`, one at a time (`websockets` client, '
-            "no compression)."
+            'steps `{"type": "step", "data": {"message": "hi"}}`, one at a time; once with the `websockets` '
+            "client (no compression), once with the raw-frame client (`benchmarks/_rawws.py`, pre-built "
+            "masked frames: less client time per step, so more of the round trip is the server's). Each "
+            "server is first left to settle, until its process is idle: ours imports the official MCP server "
+            "in the background once it answers, which would otherwise overlap the first second of steps."
         ),
         (
             f"- **HTTP step**: a keep-alive `httpx.Client`, {args.http_steps} timed `POST /step`. OpenEnv's HTTP "
@@ -427,9 +549,12 @@ def markdown_report(
             f"- **MCP**: {args.mcp_calls} timed JSON-RPC `tools/call` of the echo tool (ours: `echo`, "
             "OpenEnv's: `echo_message`) as plain `POST /mcp`. *Stateless*: no session (both build a "
             "throwaway environment per call). *In a session*: ours with the session's MCP token, OpenEnv with "
-            "`params.session_id` from `openenv/session/create`. For ours also the official `mcp` client "
-            "(`ClientSession.call_tool` over streamable HTTP); OpenEnv's `/mcp` is its own JSON-RPC subset, "
-            "which that client cannot use."
+            "`params.session_id` from `openenv/session/create`. Ours refuses a stateless `tools/call` "
+            "(`SESSION_REQUIRED`: a tool runs in an episode or not at all). For ours also the official `mcp` "
+            "client (`ClientSession.call_tool` over streamable HTTP), interleaved in 4 rounds with the same "
+            "client against a bare `MCPServer` with one `echo` tool and the same transport settings "
+            "(`benchmarks/bare_mcp_server.py`); OpenEnv's `/mcp` is its own JSON-RPC subset, which that "
+            "client cannot use."
         ),
         (
             "- **Concurrency**: N WebSocket sessions opened at once (connect + reset), then all step together, "
@@ -437,7 +562,10 @@ def markdown_report(
             f"successful steps / wall time of the step phase. Client: up to {args.client_procs} processes (one "
             f"per 500 sessions), asyncio + uvloop, {client}. Each server is restarted for every N. Memory "
             "per idle session = (server RSS, whole process tree, with the N sessions open and idle after "
-            "reset − RSS before they opened) / N."
+            "reset − RSS before they opened) / N; per session after the steps, the same with the N sessions "
+            "still open, each having stepped. *BLOCKING echo*: our server on the echo environment with "
+            "`BLOCKING = True` (`benchmarks/echo_blocking/`), so that its calls run on worker threads, as "
+            "OpenEnv's do and as every environment's do by default."
         ),
         (
             "- **Harness ceiling**: the same client against a WebSocket server that answers every frame with "
@@ -447,7 +575,10 @@ def markdown_report(
         "",
         "## Targets (ours)",
         "",
-        *(f"- {line}" for line in target_lines(results.get("ours"), results.get("openenv"))),
+        *(
+            f"- {line}"
+            for line in target_lines(results.get("ours"), results.get("openenv"), results.get("ours-blocking"))
+        ),
         "",
         "## Results",
         "",
@@ -495,8 +626,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 data = json.loads(sys.argv[1])
 fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-style = {"ours": ("o-", "tab:blue"), "openenv": ("s-", "tab:orange"), "ceiling": ("^--", "tab:gray")}
-labels = {"ours": "ours (openenv-sdk)", "openenv": "OpenEnv 0.10.0", "ceiling": "harness ceiling (fixed-reply server)"}
+style = {
+    "ours": ("o-", "tab:blue"),
+    "ours-blocking": ("d-", "tab:green"),
+    "openenv": ("s-", "tab:orange"),
+    "ceiling": ("^--", "tab:gray"),
+}
+labels = {
+    "ours": "ours (openenv-sdk)",
+    "ours-blocking": "ours, BLOCKING echo (worker threads)",
+    "openenv": "OpenEnv 0.10.0",
+    "ceiling": "harness ceiling (fixed-reply server)",
+}
 for name, points in data["series"].items():
     if not points:
         continue

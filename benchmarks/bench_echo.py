@@ -7,14 +7,20 @@ trivial server (it answers every WebSocket frame with one fixed observation: no 
 env) is the harness ceiling: what this client can drive on this machine.
 
 Measured, per server:
-    - WebSocket step round trip on one connection (median, p99).
+    - WebSocket step round trip on one connection (median, p99), with two clients: the
+      `websockets` library and a raw-frame client (`_rawws.RawWebSocket`, pre-built frames).
+      Each server is left to settle first (its process idle: ours imports the official MCP
+      server in the background after it starts answering).
     - HTTP step round trip with a keep-alive httpx client (median, p99).
     - MCP `tools/call` of the echo tool as a plain JSON-RPC `POST /mcp` (median, p99), stateless
       and in a session, and for ours also through the official `mcp` client
-      (`ClientSession.call_tool`).
+      (`ClientSession.call_tool`), interleaved with the same client against a bare `MCPServer`
+      with one tool (`bare_mcp_server.py`): what our server adds to an MCP call.
     - Concurrency: N WebSocket sessions at once, each reset + S steps; sessions and steps that
-      succeeded, steps/s, step latency under load, server RSS per idle session. The server is
-      restarted for every N, so each point starts clean.
+      succeeded, steps/s, step latency under load, server RSS per idle session and after the
+      steps. The server is restarted for every N, so each point starts clean. Ours also serves
+      the echo environment with `BLOCKING = True` (`echo_blocking/`): its calls run on worker
+      threads, as OpenEnv's do and as every environment's do by default.
 
 Usage (from the repo root, with our dev venv; run `bash benchmarks/setup_openenv_venv.sh` once):
     .venv/bin/python benchmarks/bench_echo.py                  # full run, prints a table
@@ -69,6 +75,8 @@ LOG_DIR = BENCH_DIR / "logs"
 OPENENV_PYTHON = BENCH_DIR / "openenv-venv" / "bin" / "python"
 TOOLS_PYTHON = BENCH_DIR / "tools" / "bin" / "python"
 OURS_SERVE = REPO_ROOT / ".venv" / "bin" / "openenv"
+BLOCKING_ECHO_DIR = "benchmarks/echo_blocking"
+BARE_MCP_SERVER = REPO_ROOT / "benchmarks" / "bare_mcp_server.py"
 DOCS_MD = REPO_ROOT / "docs" / "benchmarks.md"
 DOCS_PLOT = REPO_ROOT / "docs" / "img" / "bench_concurrency.png"
 
@@ -85,6 +93,7 @@ CEILING_REPLY = json.dumps(
 
 SERVER_START_TIMEOUT_S = 90.0
 SERVER_STOP_TIMEOUT_S = 15.0
+SETTLE_TIMEOUT_S = 20.0
 LATENCY_PHASE_TIMEOUT_S = 180.0
 
 
@@ -135,6 +144,31 @@ def process_tree_rss_kib(root_pid: int) -> int:
         except OSError:
             pass
     return total
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used by `pid` so far (0 if gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, *, window_s: float = 0.5, busy_share: float = 0.05, timeout_s: float) -> float:
+    """Wait until `pid` uses under `busy_share` of a core over `window_s` (its start-up work
+    done); return the seconds waited."""
+    started = time.monotonic()
+    last = process_cpu_s(pid)
+    while time.monotonic() - started < timeout_s:
+        time.sleep(window_s)
+        now = process_cpu_s(pid)
+        if now - last < busy_share * window_s:
+            break
+        last = now
+    return time.monotonic() - started
 
 
 def process_tree_threads(root_pid: int) -> int:
@@ -195,6 +229,19 @@ def ours_target(cmd: str | None, protocol: str) -> Target:
     return Target("ours", argv, protocol)
 
 
+def blocking_echo_target() -> Target:
+    """Our server on the echo environment with `BLOCKING = True` (worker threads, as OpenEnv's)."""
+    argv = (
+        str(OURS_SERVE), "serve", BLOCKING_ECHO_DIR, "--host", "127.0.0.1", "--port", "{port}",
+        "--max-sessions", "{max_sessions}", "--log-level", "warning",
+    )  # fmt: skip
+    return Target("ours-blocking", argv, "ours")
+
+
+def bare_mcp_target() -> Target:
+    return Target("bare-mcp", (sys.executable, str(BARE_MCP_SERVER), "--port", "{port}"), "mcp")
+
+
 def openenv_target() -> Target:
     argv = (
         str(OPENENV_PYTHON),
@@ -215,9 +262,12 @@ def ceiling_target() -> Target:
 class ServerProcess:
     """A server subprocess on a free loopback port, stopped by its own process group id."""
 
-    def __init__(self, target: Target, max_sessions: int) -> None:
+    def __init__(self, target: Target, max_sessions: int, *, settle: bool = True) -> None:
         self.target = target
         self.max_sessions = max_sessions
+        self.settle = settle
+        self.settled_s = 0.0
+        """Seconds waited after start for the server's own start-up work to end."""
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
@@ -273,7 +323,9 @@ class ServerProcess:
             except OSError:
                 time.sleep(0.1)
                 continue
-            if asyncio.run(self._probe()):
+            if self.target.protocol == "mcp" or asyncio.run(self._probe()):
+                if self.settle:
+                    self.settled_s = wait_until_idle(self.proc.pid, timeout_s=SETTLE_TIMEOUT_S)
                 return
             time.sleep(0.2)
         self.stop()
@@ -365,7 +417,10 @@ def ws_connect_kwargs(compression: str | None) -> dict[str, Any]:
     }
 
 
-async def ws_step_latency(url: str, steps: int, warmup: int, compression: str | None) -> LatencyStats:
+async def ws_step_latency(
+    url: str, steps: int, warmup: int, compression: str | None, *, raw: list[int] | None = None
+) -> LatencyStats:
+    """Steps with the `websockets` client; the samples (ns) also go to `raw` when given."""
     import websockets
 
     samples: list[int] = []
@@ -384,6 +439,37 @@ async def ws_step_latency(url: str, steps: int, warmup: int, compression: str | 
                     replies.append(reply)
             for reply in replies:
                 check_observation(reply)
+    if raw is not None:
+        raw.extend(samples)
+    return LatencyStats.from_ns(samples)
+
+
+async def raw_ws_step_latency(url: str, steps: int, warmup: int, *, raw: list[int] | None = None) -> LatencyStats:
+    """The same steps with the raw-frame client (`_rawws.RawWebSocket`): less client time per
+    step, so the server's share of the round trip shows more."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    samples: list[int] = []
+    step_frame = RawWebSocket.frame(0x1, STEP_FRAME.encode())
+    async with asyncio.timeout(LATENCY_PHASE_TIMEOUT_S):
+        ws = await RawWebSocket.open(parts.hostname or "127.0.0.1", parts.port or 80, parts.path, 30.0)
+        try:
+            check_observation(await ws.request(RawWebSocket.frame(0x1, RESET_FRAME.encode()), 30.0))
+            replies = []
+            for i in range(warmup + steps):
+                t0 = time.perf_counter_ns()
+                reply = await ws.request(step_frame, 30.0)
+                t1 = time.perf_counter_ns()
+                if i >= warmup:
+                    samples.append(t1 - t0)
+                    replies.append(reply)
+            for reply in replies:
+                check_observation(reply)
+        finally:
+            await ws.close()
+    if raw is not None:
+        raw.extend(samples)
     return LatencyStats.from_ns(samples)
 
 
@@ -505,8 +591,11 @@ class HttpDialect:
         return f"{str(self.client.base_url).rstrip('/')}/mcp?session={token}"
 
 
-async def mcp_client_latency(url: str, count: int, warmup: int) -> tuple[LatencyStats, str]:
-    """The official `mcp` client: ClientSession.call_tool over streamable HTTP."""
+async def mcp_client_latency(
+    url: str, count: int, warmup: int, *, raw: list[int] | None = None
+) -> tuple[LatencyStats, str]:
+    """The official `mcp` client: ClientSession.call_tool over streamable HTTP (samples also
+    appended to `raw`, in ns, when given)."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -527,6 +616,8 @@ async def mcp_client_latency(url: str, count: int, warmup: int) -> tuple[Latency
                 raise ProtocolMismatch(f"call_tool failed: {result}")
             if i >= warmup:
                 samples.append(t1 - t0)
+    if raw is not None:
+        raw.extend(samples)
     return LatencyStats.from_ns(samples), tool
 
 
@@ -704,8 +795,15 @@ def _drain(out: mp.Queue, kind: str, count: int, timeout_s: float) -> list[tuple
     return got
 
 
-def run_concurrency(target: Target, n: int, steps: int, args: argparse.Namespace) -> ConcurrencyResult:
-    """Start a fresh server, hold `n` sessions open, step them all at once, stop it."""
+def run_concurrency(
+    target: Target,
+    n: int,
+    steps: int,
+    args: argparse.Namespace,
+    on_server: Callable[[ServerProcess], None] | None = None,
+) -> ConcurrencyResult:
+    """Start a fresh server, hold `n` sessions open, step them all at once, stop it.
+    `on_server` is called with the server once it answers (`profile_step.py` attaches py-spy)."""
     result = ConcurrencyResult(sessions=n)
     procs_count = max(1, min(args.client_procs, math.ceil(n / 500)))
     shares = [n // procs_count + (1 if i < n % procs_count else 0) for i in range(procs_count)]
@@ -717,6 +815,8 @@ def run_concurrency(target: Target, n: int, steps: int, args: argparse.Namespace
     workers: list[mp.process.BaseProcess] = []
     try:
         server.start()
+        if on_server is not None:
+            on_server(server)
         time.sleep(1.0)  # let the probe session be torn down
         result.baseline_rss_kib = server.rss_kib()
         for share in shares:
@@ -751,6 +851,9 @@ def run_concurrency(target: Target, n: int, steps: int, args: argparse.Namespace
         latencies = sorted(x / 1e6 for m in done for x in m[6])
         for m in done:
             errors.update(m[4])
+        time.sleep(1.0)  # the sessions stay open, each has stepped; nothing in flight
+        result.stepped_rss_kib = server.rss_kib()
+        result.stepped_threads = process_tree_threads(server.pid)
         if latencies:
             result.step_p50_ms = statistics.median(latencies)
             result.step_p99_ms = percentile(latencies, 99)
@@ -826,19 +929,61 @@ def _measure(label: str, res: TargetResults, fn: Callable[[], LatencyStats]) -> 
         return None
 
 
+WS_ROUNDS = 5
+
+
+def run_ws_latency(targets: list[Target], args: argparse.Namespace, results: dict[str, TargetResults]) -> None:
+    """Single-connection WS step latency of every server, with both clients, interleaved: all
+    servers run at once, and each round measures each of them in turn, so that load from other
+    work on a shared machine falls on all of them alike (a p99 measured at a different time is
+    mostly that load)."""
+    servers: list[ServerProcess] = []
+    try:
+        for target in targets:
+            server = ServerProcess(target, max_sessions=args.max_sessions)
+            try:
+                server.start()
+            except (RuntimeError, ProtocolMismatch) as e:
+                results[target.name].failures.append(f"ws latency: {str(e)[:500]}")
+                continue
+            servers.append(server)
+            say(f"[{target.name}] server pid {server.pid} on port {server.port}, settled {server.settled_s:.1f} s")
+        steps, warmup = max(1, args.ws_steps // WS_ROUNDS), max(10, args.warmup // WS_ROUNDS)
+        samples: dict[tuple[str, str], list[int]] = {}
+        failed: set[str] = set()
+        for _ in range(WS_ROUNDS):
+            for server in servers:
+                name = server.target.name
+                for client in ("websockets", "raw"):
+                    if name in failed:
+                        continue
+                    try:
+                        got = samples.setdefault((name, client), [])
+                        if client == "raw":
+                            asyncio.run(raw_ws_step_latency(server.ws_url, steps, warmup, raw=got))
+                        else:
+                            asyncio.run(ws_step_latency(server.ws_url, steps, warmup, args.ws_compression, raw=got))
+                    except Exception as e:  # noqa: BLE001 - one failed server must not stop the others
+                        results[name].failures.append(f"ws step ({client} client): {_error_key(e)}")
+                        failed.add(name)
+        for (name, client), got in samples.items():
+            if name in failed or not got:
+                continue
+            stats = LatencyStats.from_ns(got)
+            if client == "raw":
+                results[name].ws_raw = stats
+            else:
+                results[name].ws = stats
+            say(f"[{name}] ws step, {client} client: {fmt_stats(stats)}")
+    finally:
+        for server in servers:
+            server.stop()
+
+
 def run_latency(target: Target, args: argparse.Namespace, res: TargetResults) -> None:
+    """HTTP step and MCP latency of one server."""
     with ServerProcess(target, max_sessions=args.max_sessions) as server:
         say(f"[{target.name}] server pid {server.pid} on port {server.port}")
-        res.ws = _measure(
-            "ws step",
-            res,
-            lambda: asyncio.run(
-                ws_step_latency(server.ws_url, args.ws_steps, args.warmup, args.ws_compression)
-            ),
-        )
-        say(f"[{target.name}] ws step: {fmt_stats(res.ws)}")
-        if target.protocol == "ceiling":
-            return
         dialect = HttpDialect(target.protocol, server.http_url)
         try:
 
@@ -853,22 +998,52 @@ def run_latency(target: Target, args: argparse.Namespace, res: TargetResults) ->
                 dialect.mcp_setup(bound=bound)
                 return time_calls(dialect.mcp_call, args.mcp_calls, args.warmup)
 
-            res.mcp_post = _measure("mcp post, stateless", res, lambda: mcp_bench(False))
-            say(f"[{target.name}] mcp tools/call POST, stateless ({dialect.tool}): {fmt_stats(res.mcp_post)}")
+            if target.protocol == "ours":
+                res.mcp_post_refused = stateless_call_refused(dialect)
+                say(f"[{target.name}] mcp tools/call POST, stateless: refused ({res.mcp_post_refused})")
+            else:
+                res.mcp_post = _measure("mcp post, stateless", res, lambda: mcp_bench(False))
+                say(f"[{target.name}] mcp tools/call POST, stateless ({dialect.tool}): {fmt_stats(res.mcp_post)}")
             res.mcp_bound = _measure("mcp post, in a session", res, lambda: mcp_bench(True))
             say(f"[{target.name}] mcp tools/call POST, in a session: {fmt_stats(res.mcp_bound)}")
             if target.protocol == "ours":
-
-                def client_bench() -> LatencyStats:
-                    stats, _ = asyncio.run(
-                        mcp_client_latency(dialect.ours_mcp_url(), args.mcp_calls, args.warmup)
-                    )
-                    return stats
-
-                res.mcp_client = _measure("mcp client", res, client_bench)
-                say(f"[{target.name}] mcp ClientSession.call_tool: {fmt_stats(res.mcp_client)}")
+                mcp_client_vs_bare(dialect, args, res, target.name)
         finally:
             dialect.close()
+
+
+def stateless_call_refused(dialect: HttpDialect) -> str:
+    """Ours refuses a `tools/call` outside any episode (OpenEnv runs it in a throwaway
+    environment); the refusal's `data.code`, checked."""
+    dialect.mcp_headers, dialect.mcp_params = {"accept": "application/json"}, {}
+    body = jsonrpc("tools/call", 1, {"name": "echo", "arguments": {"message": MESSAGE}})
+    reply = dialect.client.post("/mcp", json=body, headers=dialect.mcp_headers).json()
+    code = (reply.get("error") or {}).get("data", {}).get("code")
+    if code != "SESSION_REQUIRED":
+        raise ProtocolMismatch(f"a stateless tools/call was not refused: {json.dumps(reply)[:300]}")
+    return code
+
+
+def mcp_client_vs_bare(dialect: HttpDialect, args: argparse.Namespace, res: TargetResults, name: str) -> None:
+    """The official client against our `/mcp` and against a bare `MCPServer` with one tool,
+    interleaved (A, B, A, B, ...) so that load on a shared machine falls on both alike."""
+    rounds = 4
+    count, warmup = max(1, args.mcp_calls // rounds), max(1, args.warmup // rounds)
+    ours_samples: list[int] = []
+    bare_samples: list[int] = []
+    try:
+        with ServerProcess(bare_mcp_target(), max_sessions=0) as bare:
+            bare_url = f"{bare.http_url}/mcp"
+            for _ in range(rounds):  # each round a fresh client session on each server
+                asyncio.run(mcp_client_latency(dialect.ours_mcp_url(), count, warmup, raw=ours_samples))
+                asyncio.run(mcp_client_latency(bare_url, count, warmup, raw=bare_samples))
+    except Exception as e:  # noqa: BLE001 - one failed measurement must not stop the others
+        res.failures.append(f"mcp client: {_error_key(e)}")
+        return
+    res.mcp_client = LatencyStats.from_ns(ours_samples)
+    res.mcp_bare = LatencyStats.from_ns(bare_samples)
+    say(f"[{name}] mcp ClientSession.call_tool: {fmt_stats(res.mcp_client)}")
+    say(f"[bare MCPServer] mcp ClientSession.call_tool: {fmt_stats(res.mcp_bare)}")
 
 
 def say(text: str) -> None:
@@ -940,6 +1115,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--no-ceiling", action="store_true", help="skip the harness ceiling")
     p.add_argument(
+        "--no-blocking-echo",
+        action="store_true",
+        help="skip our server on the echo environment with BLOCKING = True (sync calls on worker threads)",
+    )
+    p.add_argument(
         "--calm",
         type=float,
         help="before each measurement, wait until fewer than this many other tasks are runnable "
@@ -998,6 +1178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             say(f"error: {OURS_SERVE} not found; install the repo into .venv or pass --ours-cmd")
             return 2
         targets.append(ours_target(args.ours_cmd, args.ours_protocol))
+        if not args.no_blocking_echo and not args.ours_cmd:
+            targets.append(blocking_echo_target())
     if args.only in (None, "openenv"):
         if not OPENENV_PYTHON.exists():
             say(f"error: {OPENENV_PYTHON} not found; run: bash benchmarks/setup_openenv_venv.sh")
@@ -1010,7 +1192,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     load_before = loadavg()
     say(f"{load_before} on {os.cpu_count()} cores before the run")
+    if not args.no_latency:
+        wait_for_calm(args, "WS latency")
+        run_ws_latency(targets, args, results)
     for target in targets if not args.no_latency else []:
+        if target.name in ("ceiling", "ours-blocking"):  # WebSocket only
+            continue
         wait_for_calm(args, f"{target.name} latency")
         try:
             run_latency(target, args, results[target.name])
@@ -1041,8 +1228,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"total time {time.monotonic() - started:.0f} s; {loadavg()} after the run")
     args.load_text = f"{load_before} before the run, {loadavg()} after it (1, 5, 15 min averages)"
 
-    rows = build_rows(results.get("ours"), results.get("openenv"))
+    rows = build_rows(results.get("ours"), results.get("openenv"), results.get("ours-blocking"))
     extra = ceiling_lines(results)
+    ours_res = results.get("ours")
+    if ours_res is not None and ours_res.mcp_client and ours_res.mcp_bare:
+        extra.append(
+            f"MCP ClientSession.call_tool against a bare MCPServer with one tool (same client, interleaved): "
+            f"median {ours_res.mcp_bare.median_ms:.3f} ms, p99 {ours_res.mcp_bare.p99_ms:.3f} ms; ours/bare "
+            f"x{ours_res.mcp_client.median_ms / ours_res.mcp_bare.median_ms:.2f} (median)."
+        )
     if args.ws_compression:
         extra.append(f"WebSocket compression offered by the client: {args.ws_compression}")
     for name, res in results.items():
@@ -1050,7 +1244,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra.append(f"{name}: {failure}")
     print_table(
         rows,
-        extra + ["Targets: " + line for line in target_lines(results.get("ours"), results.get("openenv"))],
+        extra
+        + [
+            "Targets: " + line
+            for line in target_lines(results.get("ours"), results.get("openenv"), results.get("ours-blocking"))
+        ],
     )
     if args.json:
         args.json.write_text(

@@ -1,0 +1,277 @@
+"""Where our server's time goes on the step path: py-spy samples of `openenv serve environments/echo`.
+
+Two runs, each on a fresh server (settled first, as in bench_echo.py):
+    - one connection, a reset, then `--steps` steps one at a time (the raw-frame client);
+    - `--sessions` WebSocket sessions at once, each reset + 10 steps (bench_echo's concurrency
+      test, its client processes and all).
+
+py-spy samples the server with `--gil`: only samples of a thread holding the GIL count, so an
+event loop waiting in epoll is not counted and the shares are of the server's Python time.
+Every sample is put in one stage, by the innermost frame that names one (the table below);
+what no stage names is "other". The stages' notes say what was done about each.
+
+Usage (from the repo root; py-spy in .venv: `.venv/bin/pip install py-spy`):
+    .venv/bin/python benchmarks/profile_step.py                       # prints the tables
+    .venv/bin/python benchmarks/profile_step.py --write-docs          # also docs/benchmarks.md
+    .venv/bin/python benchmarks/profile_step.py --sessions 1000 --steps 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import bench_echo as be
+
+DOCS_MD = be.REPO_ROOT / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- profile_step: begin -->", "<!-- profile_step: end -->"
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """A part of the step path, found by the frames that name it (`function (file` prefixes)."""
+
+    name: str
+    frames: tuple[str, ...]
+    note: str
+
+
+# Innermost first: a sample goes to the first stage one of whose frames is on its stack, walking
+# from the leaf out, so `_dump` inside `_handle` counts as "reply JSON", not "our handler".
+STAGES = (
+    Stage(
+        "socket write (uvicorn send: frame + transport.write)",
+        ("WebSocketsSansIOProtocol.send (uvicorn",),
+        "The kernel's loopback send (it runs the receiver's TCP path too) and websockets' frame "
+        "serialisation: the same in every uvicorn server. Nothing to do in the SDK.",
+    ),
+    Stage(
+        "frame parsing and ASGI queue (uvicorn receive)",
+        ("WebSocketsSansIOProtocol.data_received", "WebSocketsSansIOProtocol.receive", "WebSocket.receive (starlette"),
+        "websockets' sans-I/O parser and uvicorn's per-connection queue. Nothing to do in the SDK.",
+    ),
+    Stage(
+        "environment code (EchoEnvironment.step, reset)",
+        ("EchoEnvironment.", "BlockingEchoEnvironment."),
+        "The environment's own work (its State validates assignments, as OpenEnv's does). Not the SDK's.",
+    ),
+    Stage(
+        "metrics (/metrics counters and histograms)",
+        ("ServerMetrics.call_done",),
+        "prometheus-client's labels() took a lock and built a key twice per step: the label children "
+        "are now looked up once per (call, outcome, tool) and cached.",
+    ),
+    Stage(
+        "reply JSON (_dump)",
+        ("_dump (openenv_sdk/server/_ws.py",),
+        "json.dumps was 3.2 us per reply: pydantic-core's to_json now (0.7 us), json.dumps only for "
+        "what it cannot encode (so failures read as before).",
+    ),
+    Stage(
+        "observation to dict (serialize_observation)",
+        ("serialize_observation (openenv_sdk",),
+        "One model_dump per observation, the dict built directly. Kept: encoding the model straight "
+        "into the envelope saved only 0.4 us.",
+    ),
+    Stage(
+        "message parsing and validation (WSRequest, the action model)",
+        ("BaseModel.model_validate_json", "BaseModel.model_validate (", "check_json_text", "parse_tool_action"),
+        "pydantic-core parses the envelope and validates the action (~2.6 us together); the UTF-8 and "
+        "depth checks are C-speed. The tool-call check no longer walks the class's MRO per step (cached "
+        "per class).",
+    ),
+    Stage(
+        "thread hop (BLOCKING environments: worker pool)",
+        ("WorkerPool.", "SessionLane.", "SessionWorker.", "_run_job (openenv_sdk", "wrap_future"),
+        "A blocking environment's call crosses to a worker thread and back. It was one thread per "
+        "session (10,000 threads for 10,000 sessions); now one elastic pool: a call takes an idle "
+        "thread or starts one, and sessions between calls hold none.",
+    ),
+    Stage(
+        "session bookkeeping (Session.step, decorators, lock)",
+        ("Session.", "_observed.", "_shielded.", "guard_async", "guard_sync"),
+        "Three thin wrappers (errors, metrics, BaseException guard) and the session lock. A quick sync "
+        "call (BLOCKING = False) no longer takes the lock (nothing can interleave with it); "
+        "iscoroutinefunction is cached per function.",
+    ),
+    Stage(
+        "our message loop (_handle, serve_websocket)",
+        ("_handle (openenv_sdk/server/_ws.py", "serve_websocket (openenv_sdk"),
+        "Dispatch on the message type; the rest of the loop.",
+    ),
+    Stage(
+        "garbage collection",
+        ("(garbage collection)",),
+        "A full collection after the background import of the official MCP server (~100,000 new "
+        "objects) paused every session for ~60 ms in the first second: that import now runs with the "
+        "collector off and freezes what it made (gc.freeze).",
+    ),
+    Stage(
+        "event loop (uvloop callbacks, asyncio machinery)",
+        ("Runner.run (asyncio", "run_until_complete"),
+        "uvloop and asyncio scheduling between the steps.",
+    ),
+)
+
+
+def classify(stack: Sequence[str]) -> str:
+    for frame in reversed(stack):
+        for stage in STAGES:
+            if any(frame.startswith(prefix) or prefix in frame for prefix in stage.frames):
+                return stage.name
+    return "other"
+
+
+def read_raw(path: Path) -> Counter[str]:
+    """py-spy's raw output (`frame;frame;... count` per line) as samples per stage."""
+    stages: Counter[str] = Counter()
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        stages[classify(stack.split(";"))] += int(count)
+    return stages
+
+
+def top_frames(path: Path, limit: int = 12) -> list[tuple[str, int]]:
+    """The functions most often at the top of the stack (self time), line numbers dropped."""
+    leaves: Counter[str] = Counter()
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            leaves[re.sub(r":\d+\)", ")", stack.split(";")[-1])] += int(count)
+    return leaves.most_common(limit)
+
+
+class PySpy:
+    """`py-spy record` attached to a running process until it exits (or `stop()`)."""
+
+    def __init__(self, pid: int, out: Path, rate: int) -> None:
+        exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+        if exe is None:
+            raise SystemExit("py-spy not found: .venv/bin/pip install py-spy")
+        self.out = out
+        argv = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--gil",
+                "--nonblocking", "--output", str(out)]  # fmt: skip
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(2)  # py-spy writes its file on SIGINT
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(30)
+        if not self.out.exists():
+            detail = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+            raise RuntimeError(f"py-spy wrote nothing: {detail[-500:]}")
+
+
+def profile_single_connection(steps: int, rate: int, workdir: Path) -> Path:
+    out = workdir / "single.raw"
+    with be.ServerProcess(be.ours_target(None, "ours"), max_sessions=64) as server:
+        spy = PySpy(server.pid, out, rate)
+        try:
+            asyncio.run(be.raw_ws_step_latency(server.ws_url, steps, 100))
+        finally:
+            spy.stop()
+    return out
+
+
+def profile_concurrency(sessions: int, rate: int, workdir: Path) -> tuple[Path, be.ConcurrencyResult]:
+    out = workdir / "concurrency.raw"
+    spies: list[PySpy] = []
+    args = be.parse_args(["--sessions", str(sessions)])
+    result = be.run_concurrency(
+        be.ours_target(None, "ours"), sessions, 10, args, on_server=lambda s: spies.append(PySpy(s.pid, out, rate))
+    )
+    for spy in spies:
+        spy.stop()  # the server has stopped: py-spy has written its file
+    return out, result
+
+
+def section(single: Path, conc: Path, sessions: int, steps: int, result: be.ConcurrencyResult) -> list[str]:
+    one, many = read_raw(single), read_raw(conc)
+    total_one, total_many = sum(one.values()) or 1, sum(many.values()) or 1
+    names = [stage.name for stage in STAGES] + ["other"]
+    lines = [
+        BEGIN,
+        "## Where the time goes: a profile of the step path",
+        "",
+        f"Generated by `benchmarks/profile_step.py --write-docs` on {datetime.date.today().isoformat()}; edit "
+        "the script, not this section. py-spy sampled `openenv serve environments/echo` (`--gil`: only "
+        "samples holding the GIL, so the shares are of the server's Python time, waits excluded), once "
+        f"over {steps:,} steps on one connection (raw-frame client), once over {sessions:,} sessions at "
+        f"once, each reset + 10 steps ({result.ok_sessions:,}/{sessions:,} OK, {result.steps_per_s:,.0f} "
+        "steps/s under the profiler). Each sample is counted in the innermost stage on its stack. The "
+        "machine is shared (2 cores), so the shares, not the seconds, are what to read.",
+        "",
+        f"| stage | one connection | {sessions:,} sessions | what was done |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    notes = {stage.name: stage.note for stage in STAGES}
+    for name in sorted(names, key=lambda n: -(one[n] / total_one + many[n] / total_many)):
+        if not one[name] and not many[name]:
+            continue
+        lines.append(
+            f"| {name} | {100 * one[name] / total_one:.1f}% | {100 * many[name] / total_many:.1f}% "
+            f"| {notes.get(name, 'Everything else (the ASGI stack, starlette, small helpers).')} |"
+        )
+    lines += ["", "Top functions by self time (one connection):", ""]
+    lines += [f"- {100 * n / total_one:.1f}% `{frame}`" for frame, n in top_frames(single, 10)]
+    lines += ["", f"Top functions by self time ({sessions:,} sessions):", ""]
+    lines += [f"- {100 * n / total_many:.1f}% `{frame}`" for frame, n in top_frames(conc, 10)]
+    lines += [
+        "",
+        "Reproduce:",
+        "",
+        "```bash",
+        f".venv/bin/python benchmarks/profile_step.py --steps {steps} --sessions {sessions} --write-docs",
+        "```",
+        END,
+    ]
+    return lines
+
+
+def write_docs(lines: list[str]) -> None:
+    text = DOCS_MD.read_text() if DOCS_MD.exists() else ""
+    block = "\n".join(lines)
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block
+    DOCS_MD.write_text(text.rstrip("\n") + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=50_000, help="steps on one connection")
+    p.add_argument("--sessions", type=int, default=10_000, help="sessions at once in the second run")
+    p.add_argument("--rate", type=int, default=1000, help="py-spy samples per second")
+    p.add_argument("--write-docs", action="store_true", help="write the section into docs/benchmarks.md")
+    args = p.parse_args(argv)
+    be.raise_nofile_limit()
+    be.try_uvloop()
+    with tempfile.TemporaryDirectory(prefix="profile-step-") as tmp:
+        workdir = Path(tmp)
+        single = profile_single_connection(args.steps, args.rate, workdir)
+        conc, result = profile_concurrency(args.sessions, args.rate, workdir)
+        lines = section(single, conc, args.sessions, args.steps, result)
+    print("\n".join(lines[1:-1]))
+    if args.write_docs:
+        write_docs(lines)
+        print(f"wrote {DOCS_MD.relative_to(be.REPO_ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
