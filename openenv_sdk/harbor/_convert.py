@@ -104,7 +104,8 @@ def import_harbor_task(
     if not overwrite and ((tasks_dir / new_id).exists() or (hidden_root / new_id).exists()):
         problems.append(f"{tasks_dir / new_id} exists: pass overwrite=True (--force) to replace it")
 
-    workspace = plan_workspace(task.environment_dir)
+    workdir = task.environment.get("workdir")
+    workspace = plan_workspace(task.environment_dir, workdir=workdir if isinstance(workdir, str) else None)
     problems += workspace.problems
     notes += workspace.notes
     problems += _package_problems(workspace, tasks_dir.parent, set(ignore_packages))

@@ -163,6 +163,7 @@ def _package_command(segment: str) -> tuple[str, list[str]] | None:
         return None
     if command == "rm" and args and all(a.startswith("-") or a in _APT_LISTS for a in args):
         return "noop", []
+    command = posixpath.basename(command)  # `/opt/venv/bin/pip install ...` is pip too
     if command in ("python", "python3") and args[:2] == ["-m", "pip"]:
         command, args = "pip", args[2:]
     if command == "uv" and args[:1] == ["pip"]:
@@ -177,8 +178,14 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def plan_workspace(environment_dir: Path) -> WorkspacePlan:
-    """Read `environment/Dockerfile` (every problem collected, none raised)."""
+def plan_workspace(environment_dir: Path, *, workdir: str | None = None) -> WorkspacePlan:
+    """Read `environment/Dockerfile` (every problem collected, none raised).
+
+    Args:
+        environment_dir: the task's `environment/` folder.
+        workdir: `task.toml`'s `[environment] workdir`, which Harbor runs the agent in; default the
+            Dockerfile's last WORKDIR.
+    """
     plan = WorkspacePlan()
     if (environment_dir / "docker-compose.yaml").is_file() or (environment_dir / "docker-compose.yml").is_file():
         plan.problems.append(
@@ -196,16 +203,16 @@ def plan_workspace(environment_dir: Path) -> WorkspacePlan:
         if keyword == "WORKDIR":
             cwd = posixpath.normpath(posixpath.join(cwd, args.strip().strip('"')))
             workdirs.append(cwd)
-    if not workdirs:
+    if not workdirs and workdir is None:
         plan.problems.append("Dockerfile: no WORKDIR, so there is no workspace folder to give the agent (add WORKDIR /app)")
         return plan
-    workdir = plan.workdir = workdirs[-1]
+    workdir = plan.workdir = posixpath.normpath(workdir) if workdir is not None else workdirs[-1]
     if not _WORKDIR.match(workdir):
-        plan.problems.append(f"Dockerfile: WORKDIR {workdir!r}: use letters, digits, '.', '_', '-' and '/' only")
+        plan.problems.append(f"WORKDIR {workdir!r}: use letters, digits, '.', '_', '-' and '/' only")
         return plan
     if workdir == "/" or any(_inside(workdir, banned) for banned in FORBIDDEN_WORKDIRS):
         plan.problems.append(
-            f"Dockerfile: WORKDIR {workdir} cannot be the workspace (it is the sandbox's system or its /tmp); "
+            f"WORKDIR {workdir} cannot be the workspace (it is the sandbox's system or its /tmp); "
             f"use a folder of its own such as /app"
         )
         return plan

@@ -194,6 +194,23 @@ def test_a_prebuilt_image_is_refused(env_dir: Path, tmp_path: Path) -> None:
     ]
 
 
+def test_task_toml_workdir_is_the_workspace(env_dir: Path, tmp_path: Path) -> None:
+    task = make_task(
+        tmp_path,
+        dockerfile="FROM debian\nRUN /opt/venv/bin/pip install -q numpy\nCOPY data.txt /srv/task/\n",
+        toml="[environment]\nworkdir = '/srv/task'\n",
+        extra={"environment/data.txt": "1\n"},
+    )
+    assert refusal(task, env_dir) == [
+        "Dockerfile pip-installs numpy: the agent's python3 has no per-task packages and the sandbox no "
+        "network (--ignore-package NAME for one only the tests use)"
+    ]
+    report = import_harbor_task(task, tasks_dir=env_dir / "tasks", ignore_packages=["numpy"])
+    assert report.workdir == "/srv/task"
+    assert tree(env_dir / "tasks/task/files") == {"data.txt": b"1\n"}
+    assert yaml.safe_load((env_dir / "tasks/task/task.yaml").read_text())["workdir"] == "/srv/task"
+
+
 def test_a_prebuilt_image_beside_its_dockerfile_is_read_from_the_dockerfile(env_dir: Path, tmp_path: Path) -> None:
     task = make_task(tmp_path, toml="[environment]\ndocker_image = 'alexgshaw/task:20251031'\n")
     report = import_harbor_task(task, tasks_dir=env_dir / "tasks")
@@ -213,7 +230,7 @@ def test_a_link_out_of_the_task_is_refused(env_dir: Path, tmp_path: Path) -> Non
 def test_a_workdir_the_environment_cannot_mount_is_refused(env_dir: Path, tmp_path: Path) -> None:
     task = make_task(tmp_path, dockerfile='FROM debian\nWORKDIR "/my app"\n')
     assert refusal(task, env_dir) == [
-        "Dockerfile: WORKDIR '/my app': use letters, digits, '.', '_', '-' and '/' only"
+        "WORKDIR '/my app': use letters, digits, '.', '_', '-' and '/' only"
     ]
 
 
@@ -265,7 +282,7 @@ def test_a_workdir_in_the_sandbox_system_is_refused(env_dir: Path, tmp_path: Pat
     for workdir in ("/tmp/x", "/usr/src/app", "/"):
         task = make_task(tmp_path, dockerfile=f"FROM debian\nWORKDIR {workdir}\n")
         assert refusal(task, env_dir) == [
-            f"Dockerfile: WORKDIR {workdir} cannot be the workspace (it is the sandbox's system or its /tmp); "
+            f"WORKDIR {workdir} cannot be the workspace (it is the sandbox's system or its /tmp); "
             f"use a folder of its own such as /app"
         ]
     task = make_task(tmp_path, dockerfile="FROM debian\nRUN mkdir /app\n")
