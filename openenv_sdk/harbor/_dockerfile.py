@@ -339,6 +339,12 @@ def _run(plan: WorkspacePlan, where: str, args: str, cwd: str) -> None:
             continue
         kind, packages = found
         bad = [p for p in packages if not _PACKAGE.match(p)]
+        if bad and kind == "pip":  # `-r requirements.txt`, a path, a URL
+            plan.problems.append(
+                f"{where}: {segment!r}: pip installs cannot be mapped (the agent's python3 has no per-task "
+                f"packages and the sandbox no network)"
+            )
+            return
         if bad:
             plan.problems.append(f"{where}: cannot read the package list of {segment!r}")
             return
