@@ -46,7 +46,7 @@ if [ -d trainers ]; then
   .venv-trainers/bin/pip install -q --disable-pip-version-check -e ".[docker]" -e "trainers[dev]"
   # each suite runs whatever the one before it did: a failure must not hide the others' results
   (cd trainers && ../.venv-trainers/bin/python -m pytest "$@") || failed="$failed trainers"
-  # The third-party trainers' adapters (verifiers, SkyRL, ART), against the real packages in a
+  # The third-party trainers' adapters (verifiers, SkyRL, ART, verl), against the real packages in a
   # venv of their own (scripts/setup_trainer_adapters.sh says why).
   bash scripts/setup_trainer_adapters.sh
   (cd trainers && ../.venv-adapters/bin/python -m pytest adapter_tests "$@") || failed="$failed adapters"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,7 +13,7 @@ from openenv_sdk.rubric import Rubric
 
 from ..sources import EnvSource
 
-__all__ = ["import_grader", "make_source", "observation_text", "resolve_grader"]
+__all__ = ["close_shared_sources", "import_grader", "make_source", "observation_text", "resolve_grader", "shared_source"]
 
 
 def make_source(
@@ -74,3 +76,47 @@ def observation_text(observation: Mapping[str, Any]) -> str:
             return value
     shown = {k: v for k, v in observation.items() if k not in ("done", "reward", "metadata")}
     return json.dumps(shown, ensure_ascii=False)
+
+
+_SHARED: dict[tuple[str | None, str | None, str | None], tuple[EnvSource, dict[str | None, Any]]] = {}
+"""Per environment: its source and its graders by reference."""
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_source(config: Mapping[str, Any]) -> tuple[EnvSource, Rubric | Any]:
+    """The process's one source for the environment a config names (`env_dir` | `base_url` |
+    `image`), and the grader it names (`grader`, default the folder's), for trainers that build
+    an environment object per trajectory (SkyRL, verl): a folder or an image is served once.
+
+    Raises:
+        ValueError: not exactly one of `env_dir`, `base_url`, `image`; or no grader found.
+    """
+    key = (config.get("env_dir"), config.get("base_url"), config.get("image"))
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None:
+            source = make_source(
+                env_dir=key[0],
+                base_url=key[1],
+                image=key[2],
+                startup_timeout_s=float(config.get("startup_timeout_s", 120.0)),
+                client_timeout_s=float(config.get("client_timeout_s", 60.0)),
+            )
+            entry = _SHARED[key] = (source, {})
+        source, graders = entry
+        ref = config.get("grader")
+        if ref not in graders:
+            graders[ref] = resolve_grader(source, ref)
+        return source, graders[ref]
+
+
+def close_shared_sources() -> None:
+    """Stop every server `shared_source` started (also registered to run at exit)."""
+    with _SHARED_LOCK:
+        sources = [source for source, _ in _SHARED.values()]
+        _SHARED.clear()
+    for source in sources:
+        source.close()
+
+
+atexit.register(close_shared_sources)

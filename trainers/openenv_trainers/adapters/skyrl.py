@@ -24,10 +24,8 @@ Token ids and logprobs stay SkyRL's (its generator is token-in, token-out); this
 
 from __future__ import annotations
 
-import atexit
 import json
 import re
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,49 +35,15 @@ from openenv_sdk.errors import ToolCallError
 from openenv_sdk.rubric import Score, grade
 
 from ..chat import tool_result_text, tool_schemas
-from ..sources import EnvSource
-from ._common import make_source, observation_text, resolve_grader
+from ._common import close_shared_sources, observation_text, shared_source
 
 __all__ = ["OpenEnvSkyRLEnv", "close_sources", "parse_tool_calls", "register_openenv", "tools_system_prompt"]
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
-_SOURCES: dict[tuple[str | None, str | None, str | None], tuple[EnvSource, dict[str | None, Any]]] = {}
-"""Per environment: its source and its graders by reference (SkyRL makes an env per trajectory)."""
-_SOURCES_LOCK = threading.Lock()
-
-
-def _source_for(config: Mapping[str, Any]) -> tuple[EnvSource, Any]:
-    """The process's one source for this environment, and the grader the config names."""
-    key = (config.get("env_dir"), config.get("base_url"), config.get("image"))
-    with _SOURCES_LOCK:
-        entry = _SOURCES.get(key)
-        if entry is None:
-            source = make_source(
-                env_dir=key[0],
-                base_url=key[1],
-                image=key[2],
-                startup_timeout_s=float(config.get("startup_timeout_s", 120.0)),
-                client_timeout_s=float(config.get("client_timeout_s", 60.0)),
-            )
-            entry = _SOURCES[key] = (source, {})
-        source, graders = entry
-        ref = config.get("grader")
-        if ref not in graders:
-            graders[ref] = resolve_grader(source, ref)
-        return source, graders[ref]
-
-
 def close_sources() -> None:
     """Stop every server this process started for SkyRL envs (also run at exit)."""
-    with _SOURCES_LOCK:
-        sources = [source for source, _ in _SOURCES.values()]
-        _SOURCES.clear()
-    for source in sources:
-        source.close()
-
-
-atexit.register(close_sources)
+    close_shared_sources()
 
 
 def tools_system_prompt(tools: list[dict[str, Any]]) -> str:
@@ -136,7 +100,7 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
         super().__init__()
         config = dict(env_config or {})
         extras = dict(extras or {})
-        self.source, self.grader = _source_for(config)
+        self.source, self.grader = shared_source(config)
         self.reset_kwargs: dict[str, Any] = dict(extras.get("reset") or {})
         self.max_turns = int(extras.get("max_turns") or 8)
         self.tools_in_prompt = bool(config.get("tools_in_prompt", True))

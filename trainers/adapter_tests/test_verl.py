@@ -1,0 +1,198 @@
+"""The verl adapter through verl's own rollout entry point: `AgentLoopWorker.generate_sequences` on a
+batch, with the agent loop named in an agent-loop config file (as a verl run names it), verl's
+default PPO config, and the tiny tool-calling model (`openenv_trainers.tiny_model`) generating
+token-in, token-out in process as verl's LLM server would. The PPO trainer itself (Ray workers,
+FSDP, a vLLM or SGLang server) does not run on CPU."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+from openenv_sdk import GenericEnvClient, grade
+from openenv_sdk.errors import OpenEnvError
+from openenv_trainers.echo_task import ExactEchoGrader
+
+from .conftest import ECHO_GRADER, health
+from .scripted_chat import echo_prompt
+
+import torch
+from verl import DataProto
+from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+from verl.workers.rollout.replica import TokenOutput
+
+from openenv_trainers.adapters.verl import OpenEnvTool, agent_loop_config
+
+TEXTS = ["apple river", "stone cloud"]
+
+
+@pytest.fixture(autouse=True)
+def transformers_unpatched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Undo what importing `art` does to transformers (`art/transformers/patches.py` swaps in a
+    mask function that transformers 5.10, verl's pin, calls with other arguments): ART and verl
+    never share a process in a training run, but they share this test session."""
+    patches = sys.modules.get("art.transformers.patches")
+    if patches is not None:
+        from transformers import masking_utils
+
+        monkeypatch.setattr(masking_utils, "_preprocess_mask_arguments", patches._preprocess_mask_arguments)
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model taught the echo tool call (built once, ~30 s; reuse one with
+    `OPENENV_TRAINERS_TINY_MODEL=/folder`)."""
+    from openenv_trainers.tiny_model import build_tiny_model
+
+    torch.set_num_threads(1)
+    folder = os.environ.get("OPENENV_TRAINERS_TINY_MODEL")
+    return build_tiny_model(Path(folder) if folder else tmp_path_factory.mktemp("tiny") / "model")
+
+
+class TinyServer:
+    """verl's LLM server client (`generate(request_id, prompt_ids, sampling_params)`), answered
+    by the tiny model in process with its sampling logprobs."""
+
+    def __init__(self, model_dir: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from openenv_trainers.generation import TransformersBackend
+
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+        self.backend = TransformersBackend(model, pad_token_id=self.tokenizer.pad_token_id)
+        self.calls: list[list[int]] = []
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs: Any) -> TokenOutput:
+        from openenv_trainers.generation import SamplingParams
+
+        self.calls.append(list(prompt_ids))
+        stop = tuple(sampling_params.get("stop_token_ids") or ()) + (self.tokenizer.eos_token_id,)
+        params = SamplingParams(max_tokens=48, temperature=1.0, stop_token_ids=stop, seed=len(self.calls))
+        completion = await self.backend.agenerate(prompt_ids, params)
+        return TokenOutput(token_ids=completion.token_ids, log_probs=completion.logprobs, stop_reason="completed")
+
+
+def verl_config(model_dir: Path, loops: Path) -> Any:
+    import verl.trainer.config as configs
+
+    config = OmegaConf.load(Path(configs.__file__).parent / "_generated_ppo_trainer.yaml")
+    overrides = {
+        "actor_rollout_ref": {
+            "model": {"path": str(model_dir)},
+            "rollout": {
+                "name": "vllm",
+                "prompt_length": 512,
+                "response_length": 256,
+                "calculate_log_probs": True,
+                "multi_turn": {"enable": True, "format": "hermes", "max_assistant_turns": 3},
+                "agent": {"agent_loop_config_path": str(loops), "num_workers": 1},
+            },
+        },
+    }
+    return OmegaConf.merge(config, overrides)
+
+
+def said_in(response_text: str) -> str | None:
+    """The message of the first `echo` call in a decoded response, as the environment got it."""
+    start = response_text.find("<tool_call>")
+    end = response_text.find("</tool_call>", start)
+    if start < 0 or end < 0:
+        return None
+    try:
+        call = json.loads(response_text[start + len("<tool_call>") : end])
+    except ValueError:
+        return None
+    arguments = call.get("arguments") if isinstance(call, dict) else None
+    return arguments.get("message") if isinstance(arguments, dict) and call.get("name") == "echo" else None
+
+
+def independent_grade(url: str, text: str, said: str | None) -> float:
+    with GenericEnvClient(url) as env:
+        env.reset(text=text)
+        if said is not None:
+            env.call_tool("echo", message=said)
+        return grade(ExactEchoGrader(), env).value
+
+
+def test_generate_sequences_plays_episodes_graded_by_the_grader(tiny_model_dir: Path, echo_url: str, tmp_path: Path) -> None:
+    loops = tmp_path / "agent_loops.yaml"
+    loops.write_text(yaml.safe_dump([agent_loop_config("openenv", base_url=echo_url, grader=ECHO_GRADER)]))
+    server = TinyServer(tiny_model_dir)
+    worker = AgentLoopWorker(verl_config(tiny_model_dir, loops), server)
+    prompts = [[{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": echo_prompt(t)}] for t in TEXTS]
+    batch = DataProto.from_dict(
+        non_tensors={
+            "raw_prompt": np.array(prompts, dtype=object),
+            "agent_name": np.array(["openenv"] * len(TEXTS), dtype=object),
+            "extra_info": np.array([{"reset": {"text": t}} for t in TEXTS], dtype=object),
+        },
+        meta_info={"global_steps": 1, "validate": False},
+    )
+    out = asyncio.run(worker.generate_sequences(batch))
+
+    tokenizer = server.tokenizer
+    responses, mask, scores = out.batch["responses"], out.batch["response_mask"], out.batch["rm_scores"]
+    logprobs = out.batch["rollout_log_probs"]
+    for i, text in enumerate(TEXTS):
+        length = int(out.batch["attention_mask"][i, -responses.shape[1] :].sum())
+        decoded = tokenizer.decode(responses[i, :length].tolist())
+        # The reward, at the last response token, is the grader's for what the model sent.
+        assert float(scores[i].sum()) == pytest.approx(independent_grade(echo_url, text, said_in(decoded)))
+        assert float(scores[i, length - 1]) == float(scores[i].sum())
+        sampled = mask[i, :length].bool()
+        assert sampled.any() and all(math.isfinite(float(x)) for x in logprobs[i, :length][sampled])
+        if said_in(decoded) is not None:
+            # The tool ran in the episode: its result, rendered by the chat template, is in the
+            # response with mask 0 (environment tokens).
+            assert not sampled.all()
+            assert f"<tool_response>\n{said_in(decoded)}\n</tool_response>" in decoded
+    # The prompt showed the model the server's tool, exactly as `/schema` lists it.
+    first_prompt = tokenizer.decode(server.calls[0])
+    assert '"name": "echo"' in first_prompt and "the text to echo back." in first_prompt
+    assert health(echo_url)["active_sessions"] == 0
+
+
+def test_a_failed_reset_raises_the_typed_error_and_closes_the_session(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from openenv_sdk import ServerConfig, create_app
+    from openenv_sdk.loader import load_environment
+
+    from .conftest import WORDLE_DIR, serve
+
+    with serve(create_app(load_environment(WORDLE_DIR).env_cls, config=ServerConfig())) as url:
+        loops = tmp_path / "agent_loops.yaml"
+        loops.write_text(yaml.safe_dump([agent_loop_config("openenv", base_url=url, grader=ECHO_GRADER)]))
+        worker = AgentLoopWorker(verl_config(tiny_model_dir, loops), TinyServer(tiny_model_dir))
+        batch = DataProto.from_dict(
+            non_tensors={
+                "raw_prompt": np.array([[{"role": "user", "content": "Guess."}]], dtype=object),
+                "agent_name": np.array(["openenv"], dtype=object),
+                "extra_info": np.array([{"reset": {"task_id": 99999}}], dtype=object),
+            },
+            meta_info={"global_steps": 1},
+        )
+        with pytest.raises(OpenEnvError, match=r"task_id must be in \[0, 1200\)"):
+            asyncio.run(worker.generate_sequences(batch))
+        assert health(url)["active_sessions"] == 0
+
+
+def test_the_tools_are_the_servers_and_refuse_to_run_outside_the_loop(echo_url: str) -> None:
+    from openenv_trainers.adapters._common import shared_source
+    from openenv_trainers.adapters.verl import _server_tools
+
+    source, _ = shared_source({"base_url": echo_url, "grader": ECHO_GRADER})
+    (schema,) = _server_tools(source)
+    tool = OpenEnvTool(schema)
+    assert tool.name == "echo" and tool.tool_schema.function.parameters.required == ["message"]
+    with pytest.raises(RuntimeError, match="runs only inside OpenEnvAgentLoop"):
+        asyncio.run(tool.execute("id", {"message": "hi"}))

@@ -1,0 +1,133 @@
+"""verl (0.9): any openenv-sdk environment as a verl agent loop whose tools are the environment's.
+
+    # agent_loops.yaml, named by actor_rollout_ref.rollout.agent.agent_loop_config_path
+    - name: openenv
+      _target_: openenv_trainers.adapters.verl.OpenEnvAgentLoop
+      env_dir: environments/wordle        # or base_url: / image:; grader: package.module:Name
+
+Rows whose `agent_name` is `openenv` play one episode each: `OpenEnvAgentLoop` is verl's own
+`ToolAgentLoop` (token-in, token-out generation on verl's server, its tool-call parser, response
+mask and logprobs) with three changes:
+
+- its tools are the environment's, one `OpenEnvTool` (a verl `BaseTool`) per MCP tool with the
+  server's schema, rendered into the prompt as the server lists them;
+- each trajectory opens a session, reset with the row's `extra_info["reset"]`, and every tool
+  call runs there, over MCP, as the agent's would;
+- when the trajectory ends the host-side grader grades the session: its score is the output's
+  `reward_score` (verl then skips its reward function for that sample), its components are in
+  `extra_fields["openenv_components"]`, and the session is closed.
+
+A folder or an image is served once per process and shared by every trajectory (verl builds an
+agent loop per trajectory). Failures are typed: a reset that fails raises the SDK's
+`OpenEnvError` out of `run`; a failing tool is the model's to see, as verl shows tool errors.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
+from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+
+from openenv_sdk.errors import ToolCallError
+from openenv_sdk.rubric import agrade
+
+from ..chat import tool_result_text, tool_schemas
+from ..sources import EnvSource
+from ._common import shared_source
+
+__all__ = ["SESSION_KEY", "OpenEnvAgentLoop", "OpenEnvTool", "agent_loop_config"]
+
+SESSION_KEY = "__openenv_session__"
+"""Where a trajectory's session rides in its `tools_kwargs` (verl hands those to each tool call)."""
+
+
+class OpenEnvTool(BaseTool):
+    """One MCP tool of the environment, called in the trajectory's session.
+
+    verl creates and releases a tool instance around every call; the session belongs to the
+    trajectory (`OpenEnvAgentLoop`), so this tool holds no state of its own.
+    """
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        # BaseTool.__init__ prints the schema; this takes the parts without the noise.
+        self.config: dict[str, Any] = {}
+        self.tool_schema = OpenAIFunctionToolSchema.model_validate(schema)
+        self.name = self.tool_schema.function.name
+
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:
+        agent_data = kwargs.get("agent_data")
+        session = (getattr(agent_data, "tools_kwargs", None) or {}).get(SESSION_KEY)
+        if session is None:
+            raise RuntimeError(f"tool {self.name!r} runs only inside OpenEnvAgentLoop (no session for this trajectory)")
+        try:
+            result = await session.call_tool(self.name, **parameters)
+        except ToolCallError as e:  # unknown tool, bad arguments: the agent's mistake, shown to it
+            return ToolResponse(text=f"error: {e}"), 0.0, {"tool_error": 1}
+        text, failed = tool_result_text(result)
+        return ToolResponse(text=text), 0.0, {"tool_error": int(failed)}
+
+
+class OpenEnvAgentLoop(ToolAgentLoop):
+    """verl's tool agent loop over one openenv-sdk environment (see the module docstring)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        env_dir: str | None = None,
+        base_url: str | None = None,
+        image: str | None = None,
+        grader: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """verl builds it per trajectory (`hydra.utils.instantiate` of the agent loop config,
+        whose extra keys arrive here); the environment's server is shared across them.
+
+        Raises:
+            ValueError: not exactly one of `env_dir`, `base_url`, `image`; or no grader found.
+        """
+        kwargs.pop("tools", None)  # the loop's tools are the environment's
+        super().__init__(*args, tools=None, **kwargs)
+        config = {"env_dir": env_dir, "base_url": base_url, "image": image, "grader": grader}
+        self.source, self.grader = shared_source(config)
+        schemas = _server_tools(self.source)
+        self.tools = {s["function"]["name"]: OpenEnvTool(s) for s in schemas}
+        self.tool_schemas = schemas
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """One trajectory in a fresh session, graded host-side; the session is closed after.
+
+        Raises:
+            openenv_sdk.errors.OpenEnvError: the environment could not be reset, reached or graded.
+        """
+        extra_info = kwargs.get("extra_info") or {}
+        reset = dict(extra_info.get("reset") or {})
+        async with self.source.async_client() as session:
+            await session.reset(**reset)
+            tools_kwargs = {**(kwargs.get("tools_kwargs") or {}), SESSION_KEY: session}
+            output = await super().run(sampling_params, **{**kwargs, "tools_kwargs": tools_kwargs})
+            score = await agrade(self.grader, session)
+        output.reward_score = float(score.value)
+        output.extra_fields["openenv_components"] = dict(score.components)
+        return output
+
+
+_TOOLS: weakref.WeakKeyDictionary[EnvSource, list[dict[str, Any]]] = weakref.WeakKeyDictionary()
+
+
+def _server_tools(source: EnvSource) -> list[dict[str, Any]]:
+    """The server's tools as OpenAI function schemas, read once per source (a blocking `/schema`
+    request, made by the first trajectory only)."""
+    tools = _TOOLS.get(source)
+    if tools is None:
+        tools = _TOOLS[source] = tool_schemas(source.tools())
+    return tools
+
+
+def agent_loop_config(name: str = "openenv", **environment: Any) -> dict[str, Any]:
+    """One entry of verl's agent loop config file (`agent_loop_config_path`): `name`, the loop's
+    `_target_`, and the environment (`env_dir` | `base_url` | `image`, optional `grader`)."""
+    return {"name": name, "_target_": f"{__name__}.OpenEnvAgentLoop", **environment}
