@@ -99,10 +99,18 @@ def test_what_the_import_writes_for_a_terminal_bench_2_task(env_dir: Path) -> No
     assert sorted(tree(env_dir / "hidden/fix_fibonacci")) == [
         "check.sh", "null.sh", "solution.sh", "tests/test.sh", "tests/test_outputs.py"
     ]  # fmt: skip
-    check = (env_dir / "hidden/fix_fibonacci/check.sh").read_text()
-    assert '"${PYTHON:-python3}" -m pytest -p no:cacheprovider -rA /tests/test_outputs.py' in check
-    assert "curl" not in check and "uvx" not in check
-    assert any("installs its tools over the network" in note for note in report.notes)
+    test_sh = (env_dir / "hidden/fix_fibonacci/tests/test.sh").read_text().splitlines()
+    original = (EXAMPLES / "fix-fibonacci/tests/test.sh").read_text().splitlines()
+    assert '"${PYTHON:-python3}" -m pytest -p no:cacheprovider /tests/test_outputs.py -rA' in test_sh
+    assert [line for line in test_sh if line.startswith("# (offline")] == [
+        "# (offline: dropped by openenv harbor import) apt-get update",
+        "# (offline: dropped by openenv harbor import) apt-get install -y curl",
+        "# (offline: dropped by openenv harbor import) curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh",
+        "# (offline: dropped by openenv harbor import) source $HOME/.local/bin/env",
+    ]
+    assert test_sh[-5:] == original[-5:]  # how it writes the reward: kept
+    assert "bash /tests/test.sh" in (env_dir / "hidden/fix_fibonacci/check.sh").read_text()
+    assert any("rewritten to run pytest offline" in note for note in report.notes)
     assert any(note.startswith("FROM python:3.13-slim-bookworm is not used") for note in report.notes)
 
 
@@ -255,8 +263,8 @@ def test_packages_the_environment_lacks_are_refused_with_the_fix(env_dir: Path, 
 def test_a_network_verifier_that_is_not_pytest_is_refused(env_dir: Path, tmp_path: Path) -> None:
     task = make_task(tmp_path, test_sh="curl -s https://example.com/check | bash\n")
     assert refusal(task, env_dir) == [
-        "tests/test.sh uses the network ('curl'), which the grading sandbox does not have, and is not a pytest "
-        "run the importer can replace"
+        "tests/test.sh uses the network ('curl'), which the grading sandbox does not have, and is not "
+        "Terminal-Bench 2's install-uv-then-pytest script that the importer can run offline"
     ]
 
 

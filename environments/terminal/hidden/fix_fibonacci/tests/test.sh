@@ -1,22 +1,18 @@
 #!/bin/bash
 
-apt-get update
-apt-get install -y curl
+# (offline: dropped by openenv harbor import) apt-get update
+# (offline: dropped by openenv harbor import) apt-get install -y curl
 
-curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
+# (offline: dropped by openenv harbor import) curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
 
-source $HOME/.local/bin/env
+# (offline: dropped by openenv harbor import) source $HOME/.local/bin/env
 
 if [ "$PWD" = "/" ]; then
     echo "Error: No working directory set. Please set a WORKDIR in your Dockerfile before running this script."
     exit 1
 fi
 
-uvx \
-  -p 3.13 \
-  -w pytest==8.4.1 \
-  -w pytest-json-ctrf==0.3.5 \
-  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA
+"${PYTHON:-python3}" -m pytest -p no:cacheprovider /tests/test_outputs.py -rA
 
 if [ $? -eq 0 ]; then
   echo 1 > /logs/verifier/reward.txt
