@@ -536,9 +536,11 @@ def markdown_report(
             f"- **WS step**: one connection, a reset, {args.warmup} warm-up steps, then {args.ws_steps} timed "
             'steps `{"type": "step", "data": {"message": "hi"}}`, one at a time; once with the `websockets` '
             "client (no compression), once with the raw-frame client (`benchmarks/_rawws.py`, pre-built "
-            "masked frames: less client time per step, so more of the round trip is the server's). Each "
-            "server is first left to settle, until its process is idle: ours imports the official MCP server "
-            "in the background once it answers, which would otherwise overlap the first second of steps."
+            "masked frames: less client time per step, so more of the round trip is the server's). All "
+            "servers run at once, one connection each, and each step goes to every server in turn (ours, "
+            "ours with the BLOCKING echo, OpenEnv's, the ceiling, ours, ...), so that load from other work on "
+            "this shared machine falls on all of them alike. Each server is first left to settle, until its "
+            "process is idle: ours imports the official MCP server in the background once it answers."
         ),
         (
             f"- **HTTP step**: a keep-alive `httpx.Client`, {args.http_steps} timed `POST /step`. OpenEnv's HTTP "

@@ -929,14 +929,82 @@ def _measure(label: str, res: TargetResults, fn: Callable[[], LatencyStats]) -> 
         return None
 
 
-WS_ROUNDS = 5
+class WebsocketsStepper:
+    """One `websockets` connection, stepped one message at a time (for the interleaved WS latency)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def open(cls, url: str, compression: str | None) -> WebsocketsStepper:
+        import websockets
+
+        ws = await websockets.connect(url, **ws_connect_kwargs(compression))
+        await ws.send(RESET_FRAME)
+        check_observation(await ws.recv())
+        return cls(ws)
+
+    async def step(self) -> str | bytes:
+        await self.ws.send(STEP_FRAME)
+        return await self.ws.recv()
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+class RawStepper:
+    """One raw-frame connection (`_rawws.RawWebSocket`), stepped one message at a time."""
+
+    def __init__(self, ws: RawWebSocket) -> None:
+        self.ws = ws
+        self.frame = RawWebSocket.frame(0x1, STEP_FRAME.encode())
+
+    @classmethod
+    async def open(cls, url: str, compression: str | None) -> RawStepper:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        ws = await RawWebSocket.open(parts.hostname or "127.0.0.1", parts.port or 80, parts.path, 30.0)
+        check_observation(await ws.request(RawWebSocket.frame(0x1, RESET_FRAME.encode()), 30.0))
+        return cls(ws)
+
+    async def step(self) -> str | bytes:
+        return await self.ws.request(self.frame, 30.0)
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+async def interleaved_steps(
+    urls: list[str], client: str, steps: int, warmup: int, compression: str | None
+) -> list[list[int]]:
+    """One connection per server; each step goes to every server in turn (A, B, C, A, B, C, ...),
+    so that a burst of load from other work on a shared machine falls on all of them alike.
+    Returns each server's round-trip times, in ns."""
+    opener = RawStepper if client == "raw" else WebsocketsStepper
+    samples: list[list[int]] = [[] for _ in urls]
+    async with asyncio.timeout(LATENCY_PHASE_TIMEOUT_S * len(urls)):
+        conns = [await opener.open(url, compression) for url in urls]
+        try:
+            for i in range(warmup + steps):
+                for conn, got in zip(conns, samples, strict=True):
+                    t0 = time.perf_counter_ns()
+                    reply = await conn.step()
+                    t1 = time.perf_counter_ns()
+                    if i >= warmup:
+                        got.append(t1 - t0)
+                    if not looks_like_observation(reply):
+                        check_observation(reply)
+        finally:
+            for conn in conns:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+    return samples
 
 
 def run_ws_latency(targets: list[Target], args: argparse.Namespace, results: dict[str, TargetResults]) -> None:
-    """Single-connection WS step latency of every server, with both clients, interleaved: all
-    servers run at once, and each round measures each of them in turn, so that load from other
-    work on a shared machine falls on all of them alike (a p99 measured at a different time is
-    mostly that load)."""
+    """Single-connection WS step latency of every server, with both clients, interleaved step by
+    step (`interleaved_steps`): all servers run at once, each settled first."""
     servers: list[ServerProcess] = []
     try:
         for target in targets:
@@ -948,33 +1016,21 @@ def run_ws_latency(targets: list[Target], args: argparse.Namespace, results: dic
                 continue
             servers.append(server)
             say(f"[{target.name}] server pid {server.pid} on port {server.port}, settled {server.settled_s:.1f} s")
-        steps, warmup = max(1, args.ws_steps // WS_ROUNDS), max(10, args.warmup // WS_ROUNDS)
-        samples: dict[tuple[str, str], list[int]] = {}
-        failed: set[str] = set()
-        for _ in range(WS_ROUNDS):
-            for server in servers:
-                name = server.target.name
-                for client in ("websockets", "raw"):
-                    if name in failed:
-                        continue
-                    try:
-                        got = samples.setdefault((name, client), [])
-                        if client == "raw":
-                            asyncio.run(raw_ws_step_latency(server.ws_url, steps, warmup, raw=got))
-                        else:
-                            asyncio.run(ws_step_latency(server.ws_url, steps, warmup, args.ws_compression, raw=got))
-                    except Exception as e:  # noqa: BLE001 - one failed server must not stop the others
-                        results[name].failures.append(f"ws step ({client} client): {_error_key(e)}")
-                        failed.add(name)
-        for (name, client), got in samples.items():
-            if name in failed or not got:
+        for client in ("websockets", "raw"):
+            try:
+                urls = [s.ws_url for s in servers]
+                samples = asyncio.run(interleaved_steps(urls, client, args.ws_steps, args.warmup, args.ws_compression))
+            except Exception as e:  # noqa: BLE001 - report it; the other measurements go on
+                for server in servers:
+                    results[server.target.name].failures.append(f"ws step ({client} client): {_error_key(e)}")
                 continue
-            stats = LatencyStats.from_ns(got)
-            if client == "raw":
-                results[name].ws_raw = stats
-            else:
-                results[name].ws = stats
-            say(f"[{name}] ws step, {client} client: {fmt_stats(stats)}")
+            for server, got in zip(servers, samples, strict=True):
+                stats = LatencyStats.from_ns(got)
+                if client == "raw":
+                    results[server.target.name].ws_raw = stats
+                else:
+                    results[server.target.name].ws = stats
+                say(f"[{server.target.name}] ws step, {client} client: {fmt_stats(stats)}")
     finally:
         for server in servers:
             server.stop()
