@@ -90,13 +90,31 @@ def test_container_servers_spread_over_nodes_and_a_lost_nodes_container_is_repla
     assert wait_until(lambda: not any(_exists(engine, c) for c in seen), timeout_s=30, interval_s=0.2)
 
 
-def test_bridge_containers_are_published_on_the_nodes_address(cluster: Cluster, echo_image: str) -> None:
+def test_bridge_containers_are_published_on_the_nodes_address_and_a_dead_one_is_replaced(
+    cluster: Cluster, engine: object, echo_image: str
+) -> None:
     node_ip = ray.util.get_node_ip_address()
     with _fleet(echo_image, container_network="bridge") as fleet:
         assert {urlsplit(url).hostname for url in fleet.urls} == {node_ip}
         with fleet.client() as env:
             env.reset()
             assert env.step({"message": "published"}).observation["echoed_message"] == "published"
+        # The server's container dies (its node lives): the actor sees it gone and exits, Ray
+        # restarts the actor, which starts a new container; the dead one is removed.
+        dead = fleet.servers()[0]
+        engine.containers.get(dead.container_id).kill()  # type: ignore[attr-defined]
+        assert wait_until(
+            lambda: fleet.servers()[0].generation > dead.generation and fleet.servers()[0].url is not None,
+            timeout_s=60, interval_s=0.2,
+        )  # fmt: skip
+        back = fleet.servers()[0]
+        assert back.container_id != dead.container_id and back.node_id == dead.node_id
+        assert wait_until(lambda: not _exists(engine, dead.container_id), timeout_s=30, interval_s=0.2)
+        with fleet.client() as env:  # least loaded: either server; both answer
+            env.reset()
+            assert env.step({"message": "again"}).observation["echoed_message"] == "again"
+        with GenericEnvClient(back.url, orchestrator_token=back.orchestrator_token) as env:
+            env.reset()
 
 
 def test_an_image_the_node_lacks_fails_start_with_its_name(cluster: Cluster) -> None:
