@@ -22,7 +22,7 @@ class SourceCounters:
     """One source's episodes since the worker started; the worker's loop updates them."""
 
     label: str
-    """The source's name, made unique among the worker's sources (metric keys use it)."""
+    """The source's name, shortened and made unique among the worker's sources (`source_labels`); metric keys use it."""
     url: str | None = None
     """The server's URL when an episode last started on it (a restart gives a new one)."""
     node: str | None = None
@@ -44,9 +44,16 @@ class SourceCounters:
 
 
 def source_labels(names: Iterable[str]) -> list[str]:
-    """Unique metric labels for the sources' names: a repeated name gets `#<position>` after it.
+    """Short, unique metric labels for the sources' names, one level of a metric key each.
 
-    `/` becomes `-`, so that a label stays one level of the metric key.
+    A URL loses its scheme and a path or image keeps its last part (`http://10.0.0.5:8000` ->
+    `10.0.0.5:8000`, `/repo/environments/echo` -> `echo`); a repeated label gets `#<position>`.
     """
-    cleaned = [name.replace("/", "-") for name in names]
-    return [f"{name}#{i}" if cleaned.count(name) > 1 else name for i, name in enumerate(cleaned)]
+    short = [_short(name) for name in names]
+    return [f"{label}#{i}" if short.count(label) > 1 else label for i, label in enumerate(short)]
+
+
+def _short(name: str) -> str:
+    for scheme in ("http://", "https://"):
+        name = name.removeprefix(scheme)
+    return name.rstrip("/").rsplit("/", 1)[-1] or "source"

@@ -279,7 +279,7 @@ class EnvRolloutWorker:
     def source_counters(self) -> dict[str, SourceCounters]:
         """Each source's episodes in flight, finished, failed, and its restarts, by label.
 
-        A label is the source's name (a fleet member's is `<env>[<index>]`); each entry also holds
+        A label is the source's name, shortened (a fleet member's is `<env>[<index>]`); each entry also holds
         the server's URL and node as last seen. Read it from any thread: the values are the loop's
         own, not a snapshot.
         """
