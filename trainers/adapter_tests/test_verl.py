@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +37,22 @@ from openenv_trainers.adapters.verl import OpenEnvTool, agent_loop_config
 TEXTS = ["apple river", "stone cloud"]
 
 
-@pytest.fixture(autouse=True)
-def transformers_unpatched(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module", autouse=True)
+def transformers_unpatched() -> Iterator[None]:
     """Undo what importing `art` does to transformers (`art/transformers/patches.py` swaps in a
     mask function that transformers 5.10, verl's pin, calls with other arguments): ART and verl
     never share a process in a training run, but they share this test session."""
     patches = sys.modules.get("art.transformers.patches")
-    if patches is not None:
-        from transformers import masking_utils
+    with pytest.MonkeyPatch.context() as mp:
+        if patches is not None:
+            from transformers import masking_utils
 
-        monkeypatch.setattr(masking_utils, "_preprocess_mask_arguments", patches._preprocess_mask_arguments)
+            mp.setattr(masking_utils, "_preprocess_mask_arguments", patches._preprocess_mask_arguments)
+        yield
 
 
 @pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_model_dir(transformers_unpatched: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model taught the echo tool call (built once, ~30 s; reuse one with
     `OPENENV_TRAINERS_TINY_MODEL=/folder`)."""
     from openenv_trainers.tiny_model import build_tiny_model

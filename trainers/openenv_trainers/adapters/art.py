@@ -18,6 +18,7 @@ rollout's exception), a failing tool does not (its message is the tool's result)
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -77,6 +78,7 @@ class OpenEnvRollout:
             openenv_sdk.errors.OpenEnvError: the environment could not be reset, reached or graded.
         """
         source = self.source
+        await asyncio.to_thread(source.start)  # a folder's or image's server starts off the event loop
         async with source.async_client() as session:
             result = await session.reset(**dict(task.get("reset") or {}))
             tools = tool_schemas((await session.schema()).tools)

@@ -24,6 +24,7 @@ agent loop per trajectory). Failures are typed: a reset that fails raises the SD
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from typing import Any
 
@@ -105,6 +106,7 @@ class OpenEnvAgentLoop(ToolAgentLoop):
         """
         extra_info = kwargs.get("extra_info") or {}
         reset = dict(extra_info.get("reset") or {})
+        await asyncio.to_thread(self.source.start)  # a folder's or image's server starts off the event loop
         async with self.source.async_client() as session:
             await session.reset(**reset)
             tools_kwargs = {**(kwargs.get("tools_kwargs") or {}), SESSION_KEY: session}
