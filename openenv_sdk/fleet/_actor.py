@@ -37,7 +37,7 @@ if kind == "group":
 else:
     from openenv_sdk.containers.engine import connect_engine
     try:
-        connect_engine().containers.get(target).remove(force=True, v=True)
+        connect_engine().api.remove_container(target, force=True, v=True)  # no inspect first: one call
     except Exception:
         pass
 """
