@@ -15,8 +15,8 @@ VENV=.venv-adapters
 pip=("$VENV/bin/pip" install -q --disable-pip-version-check)
 "${pip[@]}" verifiers==0.4.0 skyrl-gym==0.4.0 openpipe-art==0.5.18
 "${pip[@]}" torch==2.13.0
-# cachetools: verl's agent loop imports it without declaring it.
-"${pip[@]}" torch==2.13.0 verl==0.9.0 cachetools trl==1.16.0
+# cachetools: verl's agent loop imports it without declaring it; jmespath: TRL's response parser (the tiny model's tool calls).
+"${pip[@]}" torch==2.13.0 verl==0.9.0 cachetools trl==1.16.0 jmespath
 "${pip[@]}" -e .
 "${pip[@]}" --no-deps -e trainers
 # uv runs verifiers' chat program (a PEP 723 script); pytest runs the tests.

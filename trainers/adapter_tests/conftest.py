@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from openenv_sdk.testing import serve_app
 # ART imports litellm, which otherwise fetches a price list from the internet at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .scripted_chat import ScriptedChat
+from .scripted_chat import ChatServer, ScriptedChat, TinyModelReply
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO_DIR = REPO / "environments" / "echo"
@@ -52,13 +53,49 @@ def health(url: str) -> dict[str, Any]:
     return httpx.get(f"{url}/health", timeout=10).json()
 
 
-def echo_grade(url: str, text: str, said: str) -> float:
-    """The echo grader's reward for an episode of `text` whose agent sent `said`, graded on a
-    fresh session of its own (not through any adapter)."""
+def echo_grade(url: str, text: str, said: str | None) -> float:
+    """The echo grader's reward for an episode of `text` whose agent sent `said` to `echo` (None:
+    made no call), graded on a fresh session of its own (not through any adapter)."""
     from openenv_sdk import GenericEnvClient, grade
     from openenv_trainers.echo_task import ExactEchoGrader
 
     with GenericEnvClient(url) as env:
         env.reset(text=text)
-        env.call_tool("echo", message=said)
+        if said is not None:
+            env.call_tool("echo", message=said)
         return grade(ExactEchoGrader(), env).value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def transformers_unpatched() -> Iterator[None]:
+    """Undo what importing `art` does to transformers (`art/transformers/patches.py` swaps in a
+    mask function that transformers 5.10, verl's pin, calls with other arguments, so generation
+    fails): ART and the tiny model never share a process in a run, but they share this session."""
+    patches = sys.modules.get("art.transformers.patches")
+    with pytest.MonkeyPatch.context() as mp:
+        if patches is not None:
+            from transformers import masking_utils
+
+            mp.setattr(masking_utils, "_preprocess_mask_arguments", patches._preprocess_mask_arguments)
+        yield
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(transformers_unpatched: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model taught the echo tool call (built once per session, ~30 s; reuse one with
+    `OPENENV_TRAINERS_TINY_MODEL=/folder`)."""
+    import torch
+
+    from openenv_trainers.tiny_model import build_tiny_model
+
+    torch.set_num_threads(1)
+    folder = os.environ.get("OPENENV_TRAINERS_TINY_MODEL")
+    return build_tiny_model(Path(folder) if folder else tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture
+def tiny_chat(tiny_model_dir: Path) -> Iterator[tuple[ChatServer, str]]:
+    """The tiny model behind an OpenAI chat-completions endpoint, and its base URL (`.../v1`)."""
+    chat = ChatServer(TinyModelReply(tiny_model_dir), model="tiny")
+    with serve(chat.app) as url:
+        yield chat, f"{url}/v1"

@@ -6,6 +6,7 @@ or its serverless service) do not run here; what they consume is the trajectory 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -101,3 +102,24 @@ def test_a_failed_reset_is_the_rollouts_exception_and_its_session_is_closed(scri
         OpenEnvRollout(EnvSource("http://127.0.0.1:9"))
     with pytest.raises(ValueError, match="max_turns"):
         OpenEnvRollout(EnvSource(env_dir=WORDLE_DIR), max_turns=0)
+
+
+def test_the_tiny_model_plays_and_its_rewards_are_the_graders(tiny_chat: Any, echo_url: str, tmp_path: Path) -> None:
+    """Our tiny tool-calling model answering (sampled): each reward is the grader's for the call it made."""
+    chat, model_url = tiny_chat
+    rollout = OpenEnvRollout(EnvSource(echo_url), grader=ECHO_GRADER, system_prompt="You are a helpful assistant.", max_turns=2)
+    text = "apple river"
+
+    async def gather(model: art.Model) -> list[art.TrajectoryGroup]:
+        task = {"reset": {"text": text}, "prompt": echo_prompt(text)}
+        return await art.gather_trajectory_groups([art.TrajectoryGroup(rollout(model, task) for _ in range(2))], pbar_desc=None)
+
+    (group,) = play(model_url, tmp_path, gather)
+    assert len(group.trajectories) == 2
+    for trajectory in group.trajectories:
+        first = next(m for m in trajectory.messages_and_choices if isinstance(m, Choice))
+        calls = [c for c in first.message.tool_calls or [] if c.function.name == "echo"]
+        said = json.loads(calls[0].function.arguments).get("message") if calls else None
+        assert trajectory.reward == pytest.approx(echo_grade(echo_url, text, said if isinstance(said, str) else None))
+    assert any(r.get("tool_calls") for r in chat.replies)
+    assert health(echo_url)["active_sessions"] == 0

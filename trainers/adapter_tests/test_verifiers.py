@@ -17,7 +17,12 @@ import pytest
 from .conftest import ECHO_DIR, ECHO_GRADER, WORDLE_DIR, echo_grade, health
 from .scripted_chat import echo_prompt, said_for
 
+# Imported at collection, in the main thread: verifiers imports `mcp` lazily (resolving a
+# taskset id imports its tasksets), and an import racing a server thread's import of the same
+# modules deadlocks.
+import mcp  # noqa: F401
 import verifiers.v1 as vf
+import verifiers.v1.tasksets  # noqa: F401
 from verifiers.v1.cli.eval.runner import run_eval
 from verifiers.v1.configs.cli.eval import EvalConfig
 
@@ -219,4 +224,33 @@ def test_prime_rls_env_server_path_carries_the_graders_reward(
     (trace,) = episode.traces
     assert trace.rewards[REWARD_NAME].score == pytest.approx(echo_grade(echo_url, "typo stone", said_for("typo stone")))
     assert trace.metrics["openenv/exact"] == 0.0
+    assert health(echo_url)["active_sessions"] == 0
+
+
+def test_the_tiny_model_plays_through_run_eval_and_its_rewards_are_the_graders(
+    tiny_chat: Any, echo_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same path with our tiny tool-calling model answering (sampled, so its calls are
+    whatever it makes of the prompt): each reward is the grader's for the call it made."""
+    monkeypatch.setenv("PATH", _env()["PATH"])
+    chat, model_url = tiny_chat
+    text = "apple river"
+    tasks = [{"prompt": echo_prompt(text), "reset": {"text": text}, "system_prompt": "You are a helpful assistant."}]
+    config = _config(model_url, tmp_path, base_url=echo_url, grader=ECHO_GRADER, tasks=tasks)
+    config.model = "tiny"
+    config.num_rollouts = 2
+    config.env.agent.max_turns = 2
+    episodes = _run(config)
+    assert len(episodes) == 2 and all(e.ok for e in episodes)
+    # What the model sent to `echo`, from the answers the server gave (one episode's first turn
+    # each: the requests whose last message is the user's).
+    firsts = [reply for request, reply in zip(chat.requests, chat.replies, strict=True) if request["messages"][-1]["role"] == "user"]
+    assert len(firsts) == 2
+    expected = []
+    for reply in firsts:
+        calls = [c for c in reply.get("tool_calls") or [] if c["function"]["name"] == "echo"]
+        said = json.loads(calls[0]["function"]["arguments"]).get("message") if calls else None
+        expected.append(echo_grade(echo_url, text, said if isinstance(said, str) else None))
+    assert sorted(e.traces[0].reward for e in episodes) == pytest.approx(sorted(expected))
+    assert any(r.get("tool_calls") for r in firsts)  # the tiny model does call the tool
     assert health(echo_url)["active_sessions"] == 0

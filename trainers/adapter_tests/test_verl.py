@@ -9,9 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +17,11 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from openenv_sdk import GenericEnvClient, grade
 from openenv_sdk.errors import OpenEnvError
-from openenv_trainers.echo_task import ExactEchoGrader
 
-from .conftest import ECHO_GRADER, health
+from .conftest import ECHO_GRADER, echo_grade, health
 from .scripted_chat import echo_prompt
 
-import torch
 from verl import DataProto
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.workers.rollout.replica import TokenOutput
@@ -35,31 +29,6 @@ from verl.workers.rollout.replica import TokenOutput
 from openenv_trainers.adapters.verl import OpenEnvTool, agent_loop_config
 
 TEXTS = ["apple river", "stone cloud"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def transformers_unpatched() -> Iterator[None]:
-    """Undo what importing `art` does to transformers (`art/transformers/patches.py` swaps in a
-    mask function that transformers 5.10, verl's pin, calls with other arguments): ART and verl
-    never share a process in a training run, but they share this test session."""
-    patches = sys.modules.get("art.transformers.patches")
-    with pytest.MonkeyPatch.context() as mp:
-        if patches is not None:
-            from transformers import masking_utils
-
-            mp.setattr(masking_utils, "_preprocess_mask_arguments", patches._preprocess_mask_arguments)
-        yield
-
-
-@pytest.fixture(scope="module")
-def tiny_model_dir(transformers_unpatched: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model taught the echo tool call (built once, ~30 s; reuse one with
-    `OPENENV_TRAINERS_TINY_MODEL=/folder`)."""
-    from openenv_trainers.tiny_model import build_tiny_model
-
-    torch.set_num_threads(1)
-    folder = os.environ.get("OPENENV_TRAINERS_TINY_MODEL")
-    return build_tiny_model(Path(folder) if folder else tmp_path_factory.mktemp("tiny") / "model")
 
 
 class TinyServer:
@@ -120,14 +89,6 @@ def said_in(response_text: str) -> str | None:
     return arguments.get("message") if isinstance(arguments, dict) and call.get("name") == "echo" else None
 
 
-def independent_grade(url: str, text: str, said: str | None) -> float:
-    with GenericEnvClient(url) as env:
-        env.reset(text=text)
-        if said is not None:
-            env.call_tool("echo", message=said)
-        return grade(ExactEchoGrader(), env).value
-
-
 def test_generate_sequences_plays_episodes_graded_by_the_grader(tiny_model_dir: Path, echo_url: str, tmp_path: Path) -> None:
     loops = tmp_path / "agent_loops.yaml"
     loops.write_text(yaml.safe_dump([agent_loop_config("openenv", base_url=echo_url, grader=ECHO_GRADER)]))
@@ -151,7 +112,7 @@ def test_generate_sequences_plays_episodes_graded_by_the_grader(tiny_model_dir: 
         length = int(out.batch["attention_mask"][i, -responses.shape[1] :].sum())
         decoded = tokenizer.decode(responses[i, :length].tolist())
         # The reward, at the last response token, is the grader's for what the model sent.
-        assert float(scores[i].sum()) == pytest.approx(independent_grade(echo_url, text, said_in(decoded)))
+        assert float(scores[i].sum()) == pytest.approx(echo_grade(echo_url, text, said_in(decoded)))
         assert float(scores[i, length - 1]) == float(scores[i].sum())
         sampled = mask[i, :length].bool()
         assert sampled.any() and all(math.isfinite(float(x)) for x in logprobs[i, :length][sampled])
