@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import mcp  # noqa: F401 - at collection, in the main thread: a first import racing a server thread's deadlocks
 import pytest
 
 from openenv_sdk.testing import serve_app

@@ -17,11 +17,10 @@ import pytest
 from .conftest import ECHO_DIR, ECHO_GRADER, WORDLE_DIR, echo_grade, health
 from .scripted_chat import echo_prompt, said_for
 
-# Imported at collection, in the main thread: verifiers imports `mcp` lazily (resolving a
-# taskset id imports its tasksets), and an import racing a server thread's import of the same
-# modules deadlocks.
-import mcp  # noqa: F401
 import verifiers.v1 as vf
+
+# At collection, in the main thread: resolving a taskset id imports verifiers' tasksets (and
+# with them mcp's server modules), and a first import racing a server thread's deadlocks.
 import verifiers.v1.tasksets  # noqa: F401
 from verifiers.v1.cli.eval.runner import run_eval
 from verifiers.v1.configs.cli.eval import EvalConfig
