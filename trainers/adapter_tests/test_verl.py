@@ -160,3 +160,9 @@ def test_the_tools_are_the_servers_and_refuse_to_run_outside_the_loop(echo_url: 
     assert tool.name == "echo" and tool.tool_schema.function.parameters.required == ["message"]
     with pytest.raises(RuntimeError, match="runs only inside OpenEnvAgentLoop"):
         asyncio.run(tool.execute("id", {"message": "hi"}))
+    # An optional argument (pydantic writes `int | None` as anyOf, with no `type`) still loads.
+    optional = {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None, "description": "how many"}
+    parameters = {"type": "object", "properties": {"n": optional, "word": {"type": "string"}}, "required": ["word"]}
+    tool = OpenEnvTool({"type": "function", "function": {"name": "count", "description": "Count.", "parameters": parameters}})
+    props = tool.tool_schema.function.parameters.properties
+    assert props["n"].type == ["integer", "null"] and props["n"].description == "how many" and props["word"].type == "string"

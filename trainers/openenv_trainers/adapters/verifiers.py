@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifiers.v1.harnesses.null.harness import NullHarness
 from verifiers.v1.mcp import SharedToolServer
 
-from openenv_sdk.rubric import Score, agrade
+from openenv_sdk.rubric import agrade
 
 from ..sources import EnvSource
 from ._common import make_source, observation_text, resolve_grader
@@ -178,8 +178,6 @@ class OpenEnvEnv(vf.Env[OpenEnvEnvConfig]):
         if not isinstance(self.taskset, OpenEnvTaskset):
             raise TypeError(f"OpenEnvEnv plays an OpenEnvTaskset, not {type(self.taskset).__name__}")
         self.grader = resolve_grader(self.taskset.source, grader if grader is not None else self.taskset.config.grader)
-        self.scores: list[Score] = []
-        """Every graded episode's score, in completion order (with components and evidence)."""
 
     async def start(self) -> None:
         await asyncio.to_thread(self.taskset.source.start)
@@ -200,7 +198,6 @@ class OpenEnvEnv(vf.Env[OpenEnvEnvConfig]):
             tools = {TOOL_SERVER_NAME: SharedToolServer(url=session.mcp_url, local=True, external=True)}
             trace = await agents.agent.run(task, tools=tools)
             score = await agrade(self.grader, session)
-        self.scores.append(score)
         trace.record_reward(REWARD_NAME, score.value)
         trace.record_metrics({f"openenv/{name}": value for name, value in score.components.items()})
         trace.notify()  # live views (the dashboard, prime-rl's env-server stream) see the reward now

@@ -56,7 +56,7 @@ class OpenEnvTool(BaseTool):
     def __init__(self, schema: dict[str, Any]) -> None:
         # BaseTool.__init__ prints the schema; this takes the parts without the noise.
         self.config: dict[str, Any] = {}
-        self.tool_schema = OpenAIFunctionToolSchema.model_validate(schema)
+        self.tool_schema = OpenAIFunctionToolSchema.model_validate(_verl_schema(schema))
         self.name = self.tool_schema.function.name
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse, float, dict]:
@@ -70,6 +70,27 @@ class OpenEnvTool(BaseTool):
             return ToolResponse(text=f"error: {e}"), 0.0, {"tool_error": 1}
         text, failed = tool_result_text(result)
         return ToolResponse(text=text), 0.0, {"tool_error": int(failed)}
+
+
+def _verl_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool schema in the subset verl's `OpenAIFunctionToolSchema` accepts: each property needs a
+    `type`, which a JSON Schema union (`anyOf`, as pydantic writes `int | None`) leaves out. The
+    prompt still shows the server's own schema; this one only serves verl's tool-call parser."""
+    function = dict(schema["function"])
+    parameters = dict(function.get("parameters") or {"type": "object", "properties": {}})
+    properties = {}
+    for name, prop in (parameters.get("properties") or {}).items():
+        prop = dict(prop)
+        if "type" not in prop:
+            options = prop.get("anyOf") or prop.get("oneOf") or []
+            types = [o["type"] for o in options if isinstance(o, dict) and isinstance(o.get("type"), str)]
+            prop["type"] = types if len(types) > 1 else (types[0] if types else "string")
+        properties[name] = prop
+    parameters["properties"] = properties
+    parameters.setdefault("type", "object")
+    function["parameters"] = parameters
+    function.setdefault("description", "")
+    return {"type": schema.get("type", "function"), "function": function}
 
 
 class OpenEnvAgentLoop(ToolAgentLoop):
