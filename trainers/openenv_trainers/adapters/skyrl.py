@@ -41,6 +41,7 @@ __all__ = ["OpenEnvSkyRLEnv", "close_sources", "parse_tool_calls", "register_ope
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
+
 def close_sources() -> None:
     """Stop every server this process started for SkyRL envs (also run at exit)."""
     close_shared_sources()
