@@ -51,7 +51,7 @@ class OpenEnvRollout:
         """Describe the rollouts; the source's server starts on the first.
 
         Args:
-            source: where the environment runs (`EnvSource(base_url | env_dir= | image=)`).
+            source: where the environment runs (`EnvSource(base_url | env_dir= | image= | fleet=)`).
             grader: the host-side grader (a rubric, or `package.module:Name`); default the one
                 the source's `openenv.yaml` names.
             system_prompt: a system message for tasks whose prompt has none.
@@ -78,7 +78,8 @@ class OpenEnvRollout:
             openenv_sdk.errors.OpenEnvError: the environment could not be reset, reached or graded.
         """
         source = self.source
-        await asyncio.to_thread(source.start)  # a folder's or image's server starts off the event loop
+        if source.fleet is None:  # a folder's or image's server starts off the event loop (a fleet is running)
+            await asyncio.to_thread(source.start)
         async with source.async_client() as session:
             result = await session.reset(**dict(task.get("reset") or {}))
             tools = tool_schemas((await session.schema()).tools)
