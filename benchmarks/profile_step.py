@@ -10,7 +10,7 @@ event loop waiting in epoll is not counted and the shares are of the server's Py
 Every sample is put in one stage, by the innermost frame that names one (the table below);
 what no stage names is "other". The stages' notes say what was done about each.
 
-Usage (from the repo root; py-spy in .venv: `.venv/bin/pip install py-spy`):
+Usage (from the repo root; py-spy from `bash benchmarks/setup_openenv_venv.sh`, in .bench/tools):
     .venv/bin/python benchmarks/profile_step.py                       # prints the tables
     .venv/bin/python benchmarks/profile_step.py --write-docs          # also docs/benchmarks.md
     .venv/bin/python benchmarks/profile_step.py --sessions 1000 --steps 20000
@@ -142,8 +142,8 @@ TAIL_NOTES = (
     "(`openenv_sdk/server/_mcp_endpoint.py::warm_up_mcp`): the worst step in the first second fell "
     "from ~60 ms to ~5 ms;",
     "- `bench_echo.py` waits until each server's process is idle before it measures (OpenEnv's imports "
-    "everything before it answers), and measures all servers interleaved, in rounds, so that load "
-    "from other work on this shared 2-core machine falls on each alike. That load is what a p99 of a "
+    "everything before it answers), and measures all servers interleaved step by step, so that "
+    "load from other work on this shared 2-core machine falls on each alike. That load is what a p99 of a "
     "few ms here is: the fixed-reply ceiling server, which does nothing, shows the same tail.",
     "",
     "### Memory of 10,000 sessions that stepped",
@@ -158,6 +158,11 @@ TAIL_NOTES = (
     "`tests/security/test_server_robustness.py`), at most 16 idle threads stay, and a session "
     "between calls holds no thread: 22 threads and 496 MiB after the same run, 2,772 steps/s "
     "(measured one after the other on this machine; the table above has the same-run ratios). "
+    "Steps/s of a BLOCKING environment stay near OpenEnv's, whose calls also cross to a thread: "
+    "that hop (a wake-up of a worker thread, and of the event loop on the way back) is most of its "
+    "cost. Capping the pool so that a burst reuses threads instead of starting one per call "
+    "changed nothing measurable (3,012 and 3,214 steps/s against 3,191 and 3,103, interleaved "
+    "runs), so the pool stays uncapped. "
     "`THREAD_AFFINITY = True` keeps a thread per session for libraries that need one.",
 )
 
@@ -195,9 +200,10 @@ class PySpy:
     """`py-spy record` attached to a running process until it exits (or `stop()`)."""
 
     def __init__(self, pid: int, out: Path, rate: int) -> None:
-        exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+        here = os.pathsep.join([str(Path(sys.executable).parent), str(be.TOOLS_PYTHON.parent)])
+        exe = shutil.which("py-spy", path=here) or shutil.which("py-spy")
         if exe is None:
-            raise SystemExit("py-spy not found: .venv/bin/pip install py-spy")
+            raise SystemExit("py-spy not found: run benchmarks/setup_openenv_venv.sh (it goes in .bench/tools)")
         self.out = out
         argv = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--gil",
                 "--nonblocking", "--output", str(out)]  # fmt: skip
