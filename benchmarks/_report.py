@@ -537,9 +537,10 @@ def markdown_report(
             'steps `{"type": "step", "data": {"message": "hi"}}`, one at a time; once with the `websockets` '
             "client (no compression), once with the raw-frame client (`benchmarks/_rawws.py`, pre-built "
             "masked frames: less client time per step, so more of the round trip is the server's). All "
-            "servers run at once, one connection each, and each step goes to every server in turn (ours, "
-            "ours with the BLOCKING echo, OpenEnv's, the ceiling, ours, ...), so that load from other work on "
-            "this shared machine falls on all of them alike. Each server is first left to settle, until its "
+            "servers run at once, one connection each, and take turns of 100 timed steps (ours, ours with the "
+            "BLOCKING echo, OpenEnv's, the ceiling, ours, ...), so that load from other work on this shared "
+            "machine falls on all of them alike; each turn begins with 2 untimed steps (a server that slept "
+            "while the others were stepped wakes slower). Each server is first left to settle, until its "
             "process is idle: ours imports the official MCP server in the background once it answers."
         ),
         (

@@ -975,26 +975,38 @@ class RawStepper:
         await self.ws.close()
 
 
+WS_BLOCK = 100
+"""Timed steps per server per turn in the interleaved WS latency."""
+WS_BLOCK_WARMUP = 2
+"""Untimed steps at the start of each turn: the server slept while the others were stepped."""
+
+
 async def interleaved_steps(
     urls: list[str], client: str, steps: int, warmup: int, compression: str | None
 ) -> list[list[int]]:
-    """One connection per server; each step goes to every server in turn (A, B, C, A, B, C, ...),
-    so that a burst of load from other work on a shared machine falls on all of them alike.
+    """One connection per server; the servers take turns, `WS_BLOCK` timed steps each (A, B, C,
+    A, B, C, ...), so that a burst of load from other work on a shared machine falls on all of
+    them alike. A turn begins with `WS_BLOCK_WARMUP` untimed steps: a server that slept while the
+    others were stepped wakes slower, which would otherwise be counted against every server.
     Returns each server's round-trip times, in ns."""
     opener = RawStepper if client == "raw" else WebsocketsStepper
     samples: list[list[int]] = [[] for _ in urls]
     async with asyncio.timeout(LATENCY_PHASE_TIMEOUT_S * len(urls)):
         conns = [await opener.open(url, compression) for url in urls]
         try:
-            for i in range(warmup + steps):
+            for conn in conns:
+                for _ in range(warmup):
+                    check_observation(await conn.step())
+            while len(samples[0]) < steps:
                 for conn, got in zip(conns, samples, strict=True):
-                    t0 = time.perf_counter_ns()
-                    reply = await conn.step()
-                    t1 = time.perf_counter_ns()
-                    if i >= warmup:
-                        got.append(t1 - t0)
-                    if not looks_like_observation(reply):
-                        check_observation(reply)
+                    for _ in range(WS_BLOCK_WARMUP):
+                        check_observation(await conn.step())
+                    for _ in range(min(WS_BLOCK, steps - len(got))):
+                        t0 = time.perf_counter_ns()
+                        reply = await conn.step()
+                        got.append(time.perf_counter_ns() - t0)
+                        if not looks_like_observation(reply):
+                            check_observation(reply)
         finally:
             for conn in conns:
                 with contextlib.suppress(Exception):
@@ -1003,8 +1015,8 @@ async def interleaved_steps(
 
 
 def run_ws_latency(targets: list[Target], args: argparse.Namespace, results: dict[str, TargetResults]) -> None:
-    """Single-connection WS step latency of every server, with both clients, interleaved step by
-    step (`interleaved_steps`): all servers run at once, each settled first."""
+    """Single-connection WS step latency of every server, with both clients, the servers taking
+    turns (`interleaved_steps`): all servers run at once, each settled first."""
     servers: list[ServerProcess] = []
     try:
         for target in targets:
