@@ -98,7 +98,9 @@ else
     mkdir -p "$(dirname "$SOCKET_PATH")"
     rm -f "$SOCKET_PATH"
     log "starting podman system service on $SOCKET_URL (log: $SERVICE_LOG)"
-    setsid nohup podman system service --time=0 "$SOCKET_URL" >"$SERVICE_LOG" 2>&1 </dev/null &
+    # from /: the service and every conmon it starts keep this working directory, and a checkout
+    # removed later (a CI clone) would make each container start fail ("write child: broken pipe")
+    (cd / && setsid nohup podman system service --time=0 "$SOCKET_URL" >"$SERVICE_LOG" 2>&1 </dev/null &)
     deadline=$(($(date +%s) + SOCKET_WAIT_S))
     until socket_answers; do
         if (($(date +%s) >= deadline)); then
