@@ -142,7 +142,7 @@ TAIL_NOTES = (
     "(`openenv_sdk/server/_mcp_endpoint.py::warm_up_mcp`): the worst step in the first second fell "
     "from ~60 ms to ~5 ms;",
     "- `bench_echo.py` waits until each server's process is idle before it measures (OpenEnv's imports "
-    "everything before it answers), and measures all servers interleaved step by step, so that "
+    "everything before it answers), and measures all servers taking turns of 100 steps, so that "
     "load from other work on this shared 2-core machine falls on each alike. That load is what a p99 of a "
     "few ms here is: the fixed-reply ceiling server, which does nothing, shows the same tail.",
     "",
