@@ -294,7 +294,7 @@ class ServerProcess:
         argv = [a.format(port=self.port, max_sessions=self.max_sessions) for a in self.target.argv]
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.log_path = LOG_DIR / f"{self.target.name}-{self.port}.log"
-        log = open(self.log_path, "wb")  # noqa: SIM115 - handed to the child
+        log = open(self.log_path, "wb")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         try:
             self.proc = subprocess.Popen(
@@ -348,7 +348,7 @@ class ServerProcess:
             return True
         except ProtocolMismatch:
             raise
-        except Exception:  # noqa: BLE001 - refused, timed out, or a handshake error while it starts
+        except Exception:
             return False
 
     def stop(self) -> None:
@@ -668,7 +668,7 @@ def _worker_main(cfg: WorkerConfig, out: mp.Queue, go: Any, close: Any) -> None:
     try_uvloop()
     try:
         asyncio.run(_worker_async(cfg, out, go, close))
-    except BaseException as e:  # noqa: BLE001 - report it; never leave the parent waiting
+    except BaseException as e:
         out.put(("crash", os.getpid(), f"{type(e).__name__}: {e}"))
 
 
@@ -702,13 +702,13 @@ async def _worker_async(cfg: WorkerConfig, out: mp.Queue, go: Any, close: Any) -
                     )
                 else:
                     conn = await WebsocketsConn.open(cfg.url, cfg.compression)
-            except Exception as e:  # noqa: BLE001 - a failed session is a result, not a crash
+            except Exception as e:
                 errors[f"connect: {_error_key(e)}"] += 1
                 return None
             try:
                 check_observation(await conn.request(reset_frame, cfg.step_timeout_s))
                 return conn
-            except Exception as e:  # noqa: BLE001 - likewise
+            except Exception as e:
                 errors[f"reset: {_error_key(e)}"] += 1
                 with contextlib.suppress(Exception):
                     await conn.close()
@@ -748,7 +748,7 @@ async def _worker_async(cfg: WorkerConfig, out: mp.Queue, go: Any, close: Any) -
                 if not looks_like_observation(reply):
                     check_observation(reply)
                 ok += 1
-            except Exception as e:  # noqa: BLE001 - likewise
+            except Exception as e:
                 errors[f"step: {_error_key(e)}"] += 1
                 break
         return ok, time.monotonic()
@@ -924,7 +924,7 @@ def loadavg() -> str:
 def _measure(label: str, res: TargetResults, fn: Callable[[], LatencyStats]) -> LatencyStats | None:
     try:
         return fn()
-    except Exception as e:  # noqa: BLE001 - one failed measurement must not stop the others
+    except Exception as e:
         res.failures.append(f"{label}: {_error_key(e)}")
         return None
 
@@ -1032,7 +1032,7 @@ def run_ws_latency(targets: list[Target], args: argparse.Namespace, results: dic
             try:
                 urls = [s.ws_url for s in servers]
                 samples = asyncio.run(interleaved_steps(urls, client, args.ws_steps, args.warmup, args.ws_compression))
-            except Exception as e:  # noqa: BLE001 - report it; the other measurements go on
+            except Exception as e:
                 for server in servers:
                     results[server.target.name].failures.append(f"ws step ({client} client): {_error_key(e)}")
                 continue
@@ -1105,7 +1105,7 @@ def mcp_client_vs_bare(dialect: HttpDialect, args: argparse.Namespace, res: Targ
             for _ in range(rounds):  # each round a fresh client session on each server
                 asyncio.run(mcp_client_latency(dialect.ours_mcp_url(), count, warmup, raw=ours_samples))
                 asyncio.run(mcp_client_latency(bare_url, count, warmup, raw=bare_samples))
-    except Exception as e:  # noqa: BLE001 - one failed measurement must not stop the others
+    except Exception as e:
         res.failures.append(f"mcp client: {_error_key(e)}")
         return
     res.mcp_client = LatencyStats.from_ns(ours_samples)

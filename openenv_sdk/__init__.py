@@ -1,5 +1,7 @@
 """openenv-sdk: one environment class becomes a server with MCP tools and reset/step/state."""
 
+from typing import TYPE_CHECKING, Any
+
 from .environment import Environment
 from .errors import (
     AuthenticationError,
@@ -33,8 +35,6 @@ from .types import (
     ToolError,
     ToolErrorType,
 )
-
-from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .client import AsyncEnvClient, AsyncGenericEnvClient, EnvClient, GenericEnvClient, StepResult

@@ -160,7 +160,7 @@ class GymEnv(gymnasium.Env[str, str]):
     `invalid_action="raise"` raises `InvalidActionError` instead.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - Gymnasium's class attribute
+    metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(
         self,

@@ -253,7 +253,7 @@ def test_spans_reach_an_otlp_collector_over_http() -> None:
     received: list[tuple[str, str, bytes]] = []
 
     class Collector(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             received.append((self.path, self.headers["Content-Type"], body))
             self.send_response(200)

@@ -50,11 +50,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
-from openenv_sdk.tasks import TaskRecord
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
 from openenv_sdk.sandbox import CommandResult, Isolation, Sandbox, SandboxLimits, run_command
+from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["CodingEnvironment", "CodingObservation", "CodingState", "Task", "load_tasks"]
 

@@ -25,12 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
-from openenv_sdk.tasks import TaskRecord
-from openenv_sdk.agents import AgentHost
-from openenv_sdk.sandbox import CommandResult
-from pydantic import Field
-
 from mini_swe_sandbox import (
     SessionDirs,
     TreeTooLarge,
@@ -40,6 +34,12 @@ from mini_swe_sandbox import (
     read_tree,
     workspace_tampering,
 )
+from pydantic import Field
+
+from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk.agents import AgentHost
+from openenv_sdk.sandbox import CommandResult
+from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["MiniSweEnvironment", "MiniSweObservation", "MiniSweState", "TaskInfo", "ToolError", "task_ids", "tasks"]
 

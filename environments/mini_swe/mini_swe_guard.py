@@ -311,7 +311,7 @@ def main() -> None:
     code: object = "missing"
     try:
         code = int(pytest.main(args, plugins=[guard]))
-    except BaseException as e:  # noqa: BLE001 - anything raised through pytest is reported, never obeyed
+    except BaseException as e:
         channel.emit("tamper", f"pytest did not return normally: {type(e).__name__}: {e}"[:500])
     guard.check("after pytest returned", classes=False)
     if not guard.wrapped and guard.reported:
@@ -320,7 +320,7 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:  # noqa: BLE001, S110 - a closed or replaced stream loses its tail, nothing more
+        except Exception:
             pass
     _exit(0)  # no atexit handler of the repository's runs after the end record
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ManifestError, OpenEnvError
-from ._output import console, debug_enabled, err_console, fail, print_json
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
+from ._output import console, debug_enabled, err_console, fail, print_json
 
 __all__ = ["build"]
 

@@ -47,7 +47,7 @@ from ._rollouts import (
 __all__ = ["eval"]
 
 
-def eval(  # noqa: A001 - the command is `openenv eval`
+def eval(
     env: EnvArg,
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,

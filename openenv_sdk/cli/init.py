@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from ._output import console, fail, print_json
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
+from ._output import console, fail, print_json
 
 __all__ = ["ScaffoldError", "init", "scaffold", "validate_name"]
 

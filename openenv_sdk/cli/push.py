@@ -29,8 +29,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import ManifestError, OpenEnvError
-from ._output import console, debug_enabled, fail, print_json
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
+from ._output import console, debug_enabled, fail, print_json
 
 __all__ = ["PlannedCall", "PushError", "SpacePlan", "plan_calls", "push", "push_space", "space_readme", "stage_space"]
 

@@ -24,17 +24,16 @@ from pydantic import BaseModel, ValidationError
 
 from .. import tracing
 from ..errors import (
-    CapacityError,
     ClientStateError,
     InvalidActionError,
     ProviderError,
     ServerError,
     SessionError,
-    ToolCallError,
     TransportError,
     error_class,
 )
 from ..providers.base import OrchestratorTokenHolder
+from ..tasks import ServedTask, TaskSplit
 from ..tools import validation_message
 from ..types import (
     Action,
@@ -48,7 +47,6 @@ from ..types import (
     State,
     ToolCallAction,
 )
-from ..tasks import ServedTask, TaskSplit
 from ._models import StepResult, Trajectory, TrajectoryStep
 
 if typing.TYPE_CHECKING:

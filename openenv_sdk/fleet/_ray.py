@@ -29,8 +29,7 @@ from typing import Any, Self
 import ray
 from ray.exceptions import GetTimeoutError, RayError
 
-from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
-from openenv_sdk.client import DEFAULT_TIMEOUT_S
+from openenv_sdk.client import DEFAULT_TIMEOUT_S, AsyncGenericEnvClient, GenericEnvClient
 from openenv_sdk.errors import ClientStateError, ProviderError
 from openenv_sdk.manifest import load_manifest
 from openenv_sdk.providers.base import Provider

@@ -317,7 +317,7 @@ class Server:
                 changed.append([key, self.encode(value)])
             except CodecError:  # kept, changed here only: the caller's copy cannot follow
                 self.pins[pin] = (value, list(value))
-        for key, value, pin in pinned:
+        for key, _value, pin in pinned:
             if changed and any(entry[0] == key for entry in changed):
                 self.pins.pop(pin, None)  # the trusted side drops it too when it applies the change
         return changed
@@ -405,7 +405,7 @@ def main():
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    sys.stdin = open(os.devnull)  # noqa: SIM115
+    sys.stdin = open(os.devnull)
     sys.stdout = sys.stderr
     sys.dont_write_bytecode = True
     sys.path.insert(0, os.getcwd())

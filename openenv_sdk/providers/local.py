@@ -222,7 +222,7 @@ class LocalProcessProvider(Provider):
         env.pop(ORCHESTRATOR_TOKEN_VAR, None)
         if token is not None:
             env[ORCHESTRATOR_TOKEN_VAR] = token  # the server removes it from its environment at startup
-        log = tempfile.NamedTemporaryFile(prefix="openenv-serve-", suffix=".log", delete=False)  # noqa: SIM115
+        log = tempfile.NamedTemporaryFile(prefix="openenv-serve-", suffix=".log", delete=False)
         try:
             process = subprocess.Popen(
                 command,

@@ -26,8 +26,8 @@ import errno
 import fcntl
 import os
 import signal
-import stat
 import site
+import stat
 import subprocess
 import sys
 import tempfile

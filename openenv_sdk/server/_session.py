@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .. import tracing
 from ..environment import Environment
-from ..tools import ToolSpec, error_result, tool_result, validation_message
+from ..tools import error_result, tool_result, validation_message
 from ..types import (
     Action,
     CallToolAction,

@@ -132,9 +132,6 @@ def main() -> None:
     import torch
     import transformers
     import trl
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
-
     from openenv_trainers import EnvRolloutWorker, EnvSource, WorkerConfig
     from openenv_trainers.chat import tool_schemas, use_tool_chat_template
     from openenv_trainers.episode import EpisodeConfig
@@ -144,6 +141,8 @@ def main() -> None:
     from openenv_trainers.tree_attention import use_sdpa_tree_attention
     from openenv_trainers.vllm_sync import VLLMReloadWeightTransfer
     from openenv_trainers.warmup import assistant_labels, sft_warmup
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 
     cuda = not args.smoke
     versions = {"torch": torch.__version__, "cuda": torch.version.cuda, "transformers": transformers.__version__,
@@ -152,7 +151,7 @@ def main() -> None:
     try:
         import importlib.metadata as md
         versions["vllm"] = md.version("vllm")
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     log("versions", versions)
 
@@ -291,7 +290,7 @@ def main() -> None:
                    "before_mean": float(d_before.mean()), "before_max": float(d_before.max())}
             try:
                 new = vllm_scores(seqs, len(probe_prompt)) if cuda else None
-            except Exception as e:  # noqa: BLE001 - a failed probe must not stop training; it is recorded
+            except Exception as e:
                 rec["after_error"] = repr(e)
                 new = None
             if new is not None:
@@ -388,7 +387,7 @@ def main() -> None:
     error = None
     try:
         trainer.train()
-    except Exception as e:  # noqa: BLE001 - reported in run.json
+    except Exception as e:
         import traceback
         traceback.print_exc()
         error = repr(e)
@@ -396,7 +395,7 @@ def main() -> None:
     worker_counters = dict(worker.counters)
     try:
         worker.stop()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     result = {
         "versions": versions, "args": vars(args), "error": error, "train_s": train_s, "warmup_s": warmup_s,

@@ -21,7 +21,6 @@ def summarise(run: dict) -> dict:
     reward_key = "reward" if any("reward" in per_step[k] for k in steps) else "worker/reward_mean"
     rewards = [(k, per_step[k][reward_key]) for k in steps if reward_key in per_step[k]]
     step_times = [b["t"] - a["t"] for a, b in zip(marks, marks[1:])]
-    t_total = marks[-1]["t"] if marks else float("nan")
     episodes = marks[-1]["episodes"] - marks[0]["episodes"] if len(marks) > 1 else 0
     toks = marks[-1]["sampled_tokens"] - marks[0]["sampled_tokens"] if len(marks) > 1 else 0
     span = marks[-1]["t"] - marks[0]["t"] if len(marks) > 1 else float("nan")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from openenv_reference import OPENENV_CLI, require
 from typer.testing import CliRunner
 
 from openenv_sdk.checks import validate_path
 from openenv_sdk.cli.init import ScaffoldError, scaffold, validate_name
 from openenv_sdk.cli.main import app
 from openenv_sdk.manifest import load_manifest
-from openenv_reference import OPENENV_CLI, require
 
 runner = CliRunner()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from openenv_reference import OPENENV_PYTHON, require
 from typer.testing import CliRunner
 
 from openenv_sdk.checks import (
@@ -28,7 +29,6 @@ from openenv_sdk.checks import (
 )
 from openenv_sdk.checks._sample import SampleError
 from openenv_sdk.cli.main import app
-from openenv_reference import OPENENV_PYTHON, require
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO_DIR = REPO / "environments" / "echo"

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from openenv_reference import OPENENV_PYTHON, require
 
 from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient, StepResult
 from openenv_sdk.errors import InvalidActionError, ServerError
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.providers.health import wait_for_health
-from openenv_reference import OPENENV_PYTHON, require
 
 ROOT = Path(__file__).resolve().parents[2]
 

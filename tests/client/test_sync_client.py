@@ -19,7 +19,6 @@ from openenv_sdk.errors import (
     ClientStateError,
     InvalidActionError,
     RequestTimeout,
-    ServerError,
     SessionError,
     TransportError,
 )

@@ -22,7 +22,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from openenv.harbor.client import HarborEnv
 
-URL, RECORDS = sys.argv[1], json.loads(open(sys.argv[2]).read())  # noqa: SIM115
+URL, RECORDS = sys.argv[1], json.loads(open(sys.argv[2]).read())
 SPLITS: dict[str, list[dict[str, Any]]] = {}
 for record in RECORDS:
     rows = SPLITS.setdefault(record["split"], [])

@@ -11,8 +11,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from openenv_sdk import AsyncEnvClient, EnvClient, Environment, InvalidActionError, ServerConfig, ServerError
-from openenv_sdk import create_app
+from openenv_sdk import AsyncEnvClient, EnvClient, Environment, InvalidActionError, ServerConfig, ServerError, create_app
 from openenv_sdk.loader import load_environment
 from openenv_sdk.tasks import ServedTask, TaskIndex, TaskRecord, TaskSplit
 from openenv_sdk.testing import serve_app

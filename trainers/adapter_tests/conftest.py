@@ -57,8 +57,9 @@ def health(url: str) -> dict[str, Any]:
 def echo_grade(url: str, text: str, said: str | None) -> float:
     """The echo grader's reward for an episode of `text` whose agent sent `said` to `echo` (None:
     made no call), graded on a fresh session of its own (not through any adapter)."""
-    from openenv_sdk import GenericEnvClient, grade
     from openenv_trainers.echo_task import ExactEchoGrader
+
+    from openenv_sdk import GenericEnvClient, grade
 
     with GenericEnvClient(url) as env:
         env.reset(text=text)
@@ -86,7 +87,6 @@ def tiny_model_dir(transformers_unpatched: None, tmp_path_factory: pytest.TempPa
     """The tiny model taught the echo tool call (built once per session, ~30 s; reuse one with
     `OPENENV_TRAINERS_TINY_MODEL=/folder`)."""
     import torch
-
     from openenv_trainers.tiny_model import build_tiny_model
 
     torch.set_num_threads(1)

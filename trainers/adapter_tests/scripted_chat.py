@@ -123,13 +123,12 @@ class TinyModelReply:
     message (tool calls included) as TRL parses it."""
 
     def __init__(self, model_dir: Path, *, max_tokens: int = 48) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         # Imported here, not in `__call__`: the server answers on a worker thread, and a module
         # imported there while the test's thread imports the same ones can deadlock.
         from openenv_trainers.chat import parse_assistant
         from openenv_trainers.generation import SamplingParams, TransformersBackend
         from openenv_trainers.intercept import normalize_messages, normalize_tools
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self._parse, self._params = parse_assistant, SamplingParams
         self._messages, self._tools = normalize_messages, normalize_tools

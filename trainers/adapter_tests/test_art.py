@@ -15,12 +15,12 @@ import art
 import httpx
 import pytest
 from openai.types.chat.chat_completion import Choice
+from openenv_trainers.adapters.art import OpenEnvRollout
+from openenv_trainers.sources import EnvSource
 
 from openenv_sdk import ServerConfig, create_app
 from openenv_sdk.errors import OpenEnvError
 from openenv_sdk.loader import load_environment
-from openenv_trainers.adapters.art import OpenEnvRollout
-from openenv_trainers.sources import EnvSource
 
 from .conftest import ECHO_GRADER, WORDLE_DIR, echo_grade, health, serve
 from .scripted_chat import echo_prompt, said_for

@@ -13,8 +13,6 @@ from typing import Any
 import httpx
 import pytest
 import skyrl_gym
-
-from openenv_sdk.errors import OpenEnvError
 from openenv_trainers.adapters.skyrl import (
     OpenEnvSkyRLEnv,
     close_sources,
@@ -22,6 +20,8 @@ from openenv_trainers.adapters.skyrl import (
     register_openenv,
     tools_system_prompt,
 )
+
+from openenv_sdk.errors import OpenEnvError
 
 from .conftest import ECHO_GRADER, WORDLE_DIR, echo_grade, health, serve
 from .scripted_chat import echo_prompt, said_for, tool_call_text

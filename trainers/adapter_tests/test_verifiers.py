@@ -13,24 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .conftest import ECHO_DIR, ECHO_GRADER, WORDLE_DIR, echo_grade, health
-from .scripted_chat import echo_prompt, said_for
-
 import verifiers.v1 as vf
 
 # At collection, in the main thread: resolving a taskset id imports verifiers' tasksets (and
 # with them mcp's server modules), and a first import racing a server thread's deadlocks.
 import verifiers.v1.tasksets  # noqa: F401
-from verifiers.v1.cli.eval.runner import run_eval
-from verifiers.v1.configs.cli.eval import EvalConfig
-
 from openenv_trainers.adapters.verifiers import (
     REWARD_NAME,
     OpenEnvEnv,
     OpenEnvTaskset,
     OpenEnvTasksetConfig,
 )
+from verifiers.v1.cli.eval.runner import run_eval
+from verifiers.v1.configs.cli.eval import EvalConfig
+
+from .conftest import ECHO_DIR, ECHO_GRADER, WORDLE_DIR, echo_grade, health
+from .scripted_chat import echo_prompt, said_for
 
 PLUGIN = "openenv-trainers-verifiers"
 TEXTS = ["apple river", "typo stone"]

@@ -16,17 +16,15 @@ import numpy as np
 import pytest
 import yaml
 from omegaconf import OmegaConf
+from openenv_trainers.adapters.verl import OpenEnvTool, agent_loop_config
+from verl import DataProto
+from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+from verl.workers.rollout.replica import TokenOutput
 
 from openenv_sdk.errors import OpenEnvError
 
 from .conftest import ECHO_GRADER, echo_grade, health
 from .scripted_chat import echo_prompt
-
-from verl import DataProto
-from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
-from verl.workers.rollout.replica import TokenOutput
-
-from openenv_trainers.adapters.verl import OpenEnvTool, agent_loop_config
 
 TEXTS = ["apple river", "stone cloud"]
 
@@ -36,9 +34,8 @@ class TinyServer:
     by the tiny model in process with its sampling logprobs."""
 
     def __init__(self, model_dir: Path) -> None:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         from openenv_trainers.generation import TransformersBackend
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         model = AutoModelForCausalLM.from_pretrained(model_dir).eval()

@@ -64,7 +64,6 @@ def sdpa_tree_attention(
     **kwargs: Any,
 ) -> tuple[Any, None]:
     """A drop-in for `trl.experimental.async_grpo.packing.tree_attention` (same arguments and output)."""
-    import torch
     import torch.nn.functional as F
 
     if sliding_window or softcap:

@@ -457,7 +457,7 @@ class EnvRolloutWorker:
             self._count("env_restarts")
             state.counters.restarts += 1
             state.breaker.reset()
-        except Exception as e:  # noqa: BLE001 - any failure to restart leaves the breaker open; it is reported
+        except Exception as e:
             self._last_failure = e
             logger.warning("restarting %s failed: %s", state.source, e)
             await asyncio.sleep(self.config.breaker_cooldown_s)
@@ -556,7 +556,7 @@ class EnvRolloutWorker:
                     return None
                 except asyncio.CancelledError:
                     raise
-                except Exception as e:  # noqa: BLE001 - a failed episode is data: counted, retried, reported
+                except Exception as e:
                     timed_out = isinstance(e, TimeoutError)
                     self._count("episode_timeouts" if timed_out else "episode_failures")
                     if timed_out:

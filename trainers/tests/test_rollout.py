@@ -69,7 +69,7 @@ def test_grpo_trainer_trains_through_the_rollout_func(model: Any, tokenizer: Any
             assert [m == 1 for m in mask] == [not math.isnan(lp) for lp in logprobs]
             runs = mask_runs(mask)
             assert len(runs) == episode.turns
-            for start, end in runs[:-1]:
+            for _start, end in runs[:-1]:
                 assert ids[end - 1] == eos
             for start, end in mask_runs([1 - m for m in mask]):  # environment tokens: a tool result, then the next prompt
                 text = tokenizer.decode(ids[start:end])

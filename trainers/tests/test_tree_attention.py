@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from openenv_trainers.tree_attention import sdpa_tree_attention, tree_mask
 
 

@@ -7,7 +7,6 @@ import json
 import httpx
 import pytest
 import torch
-
 from openenv_trainers.vllm_sync import VLLMReloadWeightTransfer
 
 

@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mini_swe_testkit import open_client, ENV_DIR, IS_ROOT, call, call_error, load_grader_module
+from mini_swe_testkit import ENV_DIR, IS_ROOT, call, call_error, load_grader_module, open_client
+
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.errors import OpenEnvError, ToolCallError
 from openenv_sdk.rubric import grade

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mini_swe_testkit import open_client, ENV_DIR, IS_ROOT, call, load_grader_module
+from mini_swe_testkit import ENV_DIR, IS_ROOT, call, load_grader_module, open_client
+
 from openenv_sdk.agents import AgentLaunch, AgentRun, AgentSpec
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.errors import OpenEnvError, ToolCallError

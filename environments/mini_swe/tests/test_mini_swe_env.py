@@ -7,11 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-import pytest
-from mini_swe_testkit import ENV_DIR, IS_ROOT, load_grader_module
-from openenv_sdk.manifest import Sandbox
-
 import mini_swe_fsops as fsops
+import pytest
 from mini_swe_env import MiniSweEnvironment, ToolError, pick_task, task_ids, tasks
 from mini_swe_sandbox import (
     SandboxHost,
@@ -23,6 +20,9 @@ from mini_swe_sandbox import (
     read_tree,
     workspace_tampering,
 )
+from mini_swe_testkit import ENV_DIR, IS_ROOT, load_grader_module
+
+from openenv_sdk.manifest import Sandbox
 
 # --- tasks ----------------------------------------------------------------------------------
 

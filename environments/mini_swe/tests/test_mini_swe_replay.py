@@ -13,11 +13,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from mini_swe_testkit import open_client, register_server, ENV_DIR, apply_unified_diff, call, load_grader_module
+from mini_swe_env import task_ids
+from mini_swe_testkit import ENV_DIR, apply_unified_diff, call, load_grader_module, open_client, register_server
+
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.rubric import Score, grade
-
-from mini_swe_env import task_ids
 
 CONTAINERS = os.environ.get("OPENENV_TEST_CONTAINERS") == "1"
 

@@ -24,11 +24,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from terminal_testkit import ENV_DIR, client_of, terminal_grader  # noqa: E402
+from terminal_testkit import ENV_DIR, client_of, terminal_grader
 
-from openenv_sdk.client import GenericEnvClient  # noqa: E402
-from openenv_sdk.errors import ToolCallError  # noqa: E402
-from openenv_sdk.rubric import grade  # noqa: E402
+from openenv_sdk.client import GenericEnvClient
+from openenv_sdk.errors import ToolCallError
+from openenv_sdk.rubric import grade
 
 CANARY = "__failed=$((__failed + 1))"  # a line of hidden/lib.sh, in no public file
 

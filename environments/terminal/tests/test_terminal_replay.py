@@ -15,9 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from terminal_testkit import ENV_DIR, client_of, describe_failures, replay_in_parallel, terminal_env  # noqa: E402
+from terminal_testkit import ENV_DIR, client_of, describe_failures, replay_in_parallel, terminal_env
 
-from openenv_sdk.client import GenericEnvClient  # noqa: E402
+from openenv_sdk.client import GenericEnvClient
 
 WANT = {"solution": 1.0, "null": 0.0}
 JOBS = [(task_id, kind) for task_id in terminal_env.task_ids() for kind in ("solution", "null")]

@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from terminal_testkit import IS_ROOT, terminal_env, terminal_grader  # noqa: E402
+from terminal_testkit import IS_ROOT, terminal_env, terminal_grader
 
 TerminalEnvironment = terminal_env.TerminalEnvironment
 

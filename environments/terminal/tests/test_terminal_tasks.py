@@ -9,9 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from terminal_testkit import ENV_DIR, HIDDEN_DIR, script_blocks, terminal_env, terminal_grader  # noqa: E402
+from terminal_testkit import ENV_DIR, HIDDEN_DIR, script_blocks, terminal_env, terminal_grader
 
-from openenv_sdk.manifest import load_manifest  # noqa: E402
+from openenv_sdk.manifest import load_manifest
 
 TASKS = terminal_env.load_tasks()
 

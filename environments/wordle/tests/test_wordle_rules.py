@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wordle_env import MAX_GUESSES, WordleAction, WordleEnvironment, allowed, answers, score_guess  # noqa: E402
+from wordle_env import MAX_GUESSES, WordleAction, WordleEnvironment, allowed, answers, score_guess
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,7 @@ class _Batcher:
                 continue
             try:
                 results = await asyncio.to_thread(self.backend.generate, [p for p, _ in live], params)
-            except BaseException as e:  # noqa: BLE001 - every waiter gets the failure, whatever it is
+            except BaseException as e:
                 for _, future in live:
                     if not future.done():
                         future.set_exception(e)

@@ -462,7 +462,7 @@ class InterceptionServer:
                 return error(504, f"host tool {name!r} ran past {self.tool_timeout_s} s", "timeout_error")
             except TypeError as e:
                 return error(400, f"bad arguments for host tool {name!r}: {e}")
-            except Exception as e:  # noqa: BLE001 - the tool's failure is the agent's to see
+            except Exception as e:
                 return error(500, f"host tool {name!r} failed: {type(e).__name__}: {e}", "server_error")
             return {"result": result}
 

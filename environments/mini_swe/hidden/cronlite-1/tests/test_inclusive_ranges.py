@@ -1,7 +1,6 @@
 from datetime import datetime
 
 import pytest
-
 from cronlite import CronSchedule, parse_field
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from moneyfmt import format_money, parse_money
 
 

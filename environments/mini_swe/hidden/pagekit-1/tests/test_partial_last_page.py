@@ -1,5 +1,4 @@
 import pytest
-
 from pagekit import Paginator, paginate
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from toktext import average_sentence_length, sentence_count, sentences
 
 

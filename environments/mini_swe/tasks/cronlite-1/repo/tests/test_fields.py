@@ -1,5 +1,4 @@
 import pytest
-
 from cronlite import parse_field
 
 

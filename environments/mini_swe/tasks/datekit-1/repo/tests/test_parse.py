@@ -1,7 +1,6 @@
 from datetime import date
 
 import pytest
-
 from datekit import format_date, parse_date
 
 

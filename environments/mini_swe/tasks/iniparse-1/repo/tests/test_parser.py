@@ -1,5 +1,4 @@
 import pytest
-
 from iniparse import ParseError, parse
 
 SAMPLE = """

@@ -1,5 +1,4 @@
 import pytest
-
 from intervals import contains, gaps, intersect, merge, total_length
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from matrixlite import add, identity, scale, shape, transpose, zeros
 
 

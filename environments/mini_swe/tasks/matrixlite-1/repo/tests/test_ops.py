@@ -1,5 +1,4 @@
 import pytest
-
 from matrixlite import determinant, dot, identity, matmul, power, trace
 
 

@@ -1,6 +1,6 @@
 """mdtable: aligned Markdown tables."""
 
-from .render import render
 from .cells import cell_text
+from .render import render
 
 __all__ = ["cell_text", "render"]

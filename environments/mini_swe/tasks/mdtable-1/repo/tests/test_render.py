@@ -1,5 +1,4 @@
 import pytest
-
 from mdtable import cell_text, render
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from querystr import build_query, build_url, encode_value
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from semverlite import max_satisfying, satisfies
 
 

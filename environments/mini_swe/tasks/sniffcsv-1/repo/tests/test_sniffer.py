@@ -1,5 +1,4 @@
 import pytest
-
 from sniffcsv import Dialect, SniffError, sniff
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from toktext import ngrams, sentences, tokenize, words
 
 
