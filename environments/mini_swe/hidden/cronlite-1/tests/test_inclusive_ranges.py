@@ -1,6 +1,7 @@
 from datetime import datetime
 
 import pytest
+
 from cronlite import CronSchedule, parse_field
 
 

@@ -1,6 +1,7 @@
 from datetime import date
 
 import pytest
+
 from datekit import add_months, days_in_month, is_leap_year, parse_date
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from toktext import average_sentence_length, sentence_count, sentences
 
 

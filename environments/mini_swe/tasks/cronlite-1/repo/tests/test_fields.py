@@ -1,4 +1,5 @@
 import pytest
+
 from cronlite import parse_field
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from datekit import day_of_year, days_in_month, is_leap_year
 
 

@@ -1,6 +1,7 @@
 from datetime import date
 
 import pytest
+
 from datekit import format_date, parse_date
 
 

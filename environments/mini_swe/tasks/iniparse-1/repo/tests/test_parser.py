@@ -1,4 +1,5 @@
 import pytest
+
 from iniparse import ParseError, parse
 
 SAMPLE = """

@@ -1,4 +1,5 @@
 import pytest
+
 from intervals import contains, gaps, intersect, merge, total_length
 
 

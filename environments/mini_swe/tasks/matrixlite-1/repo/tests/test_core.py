@@ -1,4 +1,5 @@
 import pytest
+
 from matrixlite import add, identity, scale, shape, transpose, zeros
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from matrixlite import determinant, dot, identity, matmul, power, trace
 
 

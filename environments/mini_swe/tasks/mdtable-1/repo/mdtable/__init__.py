@@ -1,6 +1,6 @@
 """mdtable: aligned Markdown tables."""
 
-from .cells import cell_text
 from .render import render
+from .cells import cell_text
 
 __all__ = ["cell_text", "render"]

@@ -1,4 +1,5 @@
 import pytest
+
 from mdtable import cell_text, render
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from moneyfmt import format_money, parse_money
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from pagekit import PageOutOfRange, Paginator, paginate
 
 

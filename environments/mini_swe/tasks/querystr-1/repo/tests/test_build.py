@@ -1,4 +1,5 @@
 import pytest
+
 from querystr import build_query, build_url, encode_value
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from sniffcsv import Dialect, SniffError, sniff
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from toktext import ngrams, sentences, tokenize, words
 
 
