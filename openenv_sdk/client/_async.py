@@ -364,7 +364,11 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             except ConnectionEnded as ended:
                 await self._close_socket()
                 self._on_dropped(f"the server ended the session ({ended.error.args[0]})")
-                raise self._ended_error(ended.error) from None
+                # the server ended the session before it took the request (idle or unreset reaper):
+                # a reset (or session) means a new session anyway, so it goes again on a new one
+                retry = self._auto_reconnect and attempt == 1 and kind in _RETRY_AFTER_SENT
+                if not (retry and ended.error.code != "CAPACITY_REACHED"):
+                    raise self._ended_error(ended.error) from None
             except RequestTimeout:
                 raise
             except TransportError as e:  # the connection is out of step: start over on a new one

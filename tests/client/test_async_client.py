@@ -160,3 +160,15 @@ async def test_a_reaped_session_is_reported(serve_echo: Callable[..., str], echo
             await env.call("transcript")
         await env.reset()
         assert (await env.step({"message": "three"})).observation.echoed_message == "three"
+
+
+async def test_a_reset_after_an_unreset_session_was_closed_opens_a_new_one(
+    serve_echo: Callable[..., str], echo_module: ModuleType
+) -> None:
+    url = serve_echo(unreset_grace_s=0.2)
+    async with AsyncEnvClient(url, env_cls=echo_module.EchoEnvironment) as env:
+        old = (await env.session()).session_id
+        await asyncio.sleep(0.8)
+        await env.reset()
+        assert (await env.session()).session_id != old
+        assert (await env.step({"message": "after"})).observation.echoed_message == "after"

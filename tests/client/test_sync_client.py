@@ -205,6 +205,25 @@ def test_a_reaped_session_is_reported_and_never_silently_continued(
         assert env.state().messages == ["three"]
 
 
+def test_a_reset_after_the_server_closed_an_unreset_session_opens_a_new_one(
+    serve_echo: Callable[..., str], echo_module: ModuleType
+) -> None:
+    """The server closes a session not reset within unreset_grace_s; the reset that comes later
+    goes again on a new session instead of failing (nothing of an episode was lost)."""
+    url = serve_echo(unreset_grace_s=0.2)
+    with EnvClient(url, env_cls=echo_module.EchoEnvironment) as env:
+        old = env.session().session_id
+        time.sleep(0.8)
+        env.reset()
+        assert env.session().session_id != old
+        assert env.step({"message": "after"}).observation.echoed_message == "after"
+    with EnvClient(url, env_cls=echo_module.EchoEnvironment, auto_reconnect=False) as env:
+        env.session()
+        time.sleep(0.8)
+        with pytest.raises(SessionError, match="unreset_grace_s"):
+            env.reset()
+
+
 def test_without_auto_reconnect_a_drop_asks_for_reconnect(
     serve_echo: Callable[..., str], echo_module: ModuleType
 ) -> None:
