@@ -247,8 +247,13 @@ def test_nothing_the_agent_left_running_survives_into_the_grading(served: Served
     with served.client() as client:
         client.reset(task_id="count_log_files")
         _plant_watchers(client, tag)
+        # in the moment before the sandbox ends them, the watchers may write the session's own
+        # workspace (the agent may: that is playing); what matters is that none is left to write
+        # into the check's copy, so the workspace starts clean again before grading
+        assert wait_for(lambda: host_processes_named(tag) == [], deadline_s=3)
+        bash(client, "rm -f count.txt")
         score = grade(terminal_grader.TerminalGrader(), client)
-        assert score.value == 0.0, score.evidence  # count.txt was never written by anyone
+        assert score.value == 0.0, score.evidence  # count.txt is written by nobody from here on
         assert host_processes_named(tag) == []
 
 
