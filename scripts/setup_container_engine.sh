@@ -100,7 +100,9 @@ else
     log "starting podman system service on $SOCKET_URL (log: $SERVICE_LOG)"
     # from /: the service and every conmon it starts keep this working directory, and a checkout
     # removed later (a CI clone) would make each container start fail ("write child: broken pipe")
-    (cd / && setsid nohup podman system service --time=0 "$SOCKET_URL" >"$SERVICE_LOG" 2>&1 </dev/null &)
+    # setsid -f: forked into a session of its own, so this script (and a caller's `$(...)` around it)
+    # never waits on it; a backgrounded subshell here made bash wait for the service, forever.
+    setsid -f env --chdir=/ podman system service --time=0 "$SOCKET_URL" >"$SERVICE_LOG" 2>&1 </dev/null
     deadline=$(($(date +%s) + SOCKET_WAIT_S))
     until socket_answers; do
         if (($(date +%s) >= deadline)); then
