@@ -68,5 +68,5 @@ async def post_chat_completion(
             data["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise ServerError(f"POST {url} answered no chat completion: {response.text[:300]}", code="BAD_RESPONSE") from e
-        return data  # type: ignore[no-any-return]
+        return data
     raise error

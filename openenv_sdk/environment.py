@@ -106,7 +106,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **task: Any) -> ObsT:
         """Start a new episode and return its first observation."""
-        self.state = self.state_type(episode_id=episode_id or uuid.uuid4().hex)
+        self.state = typing.cast(StateT, self.state_type(episode_id=episode_id or uuid.uuid4().hex))
         self.episode_done = False
         return typing.cast(ObsT, self.observation_type())
 

@@ -130,7 +130,7 @@ class FunctionRubric(Rubric):
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None) -> None:
         self.fn = fn
-        self.name = name or getattr(fn, "__name__", "reward")
+        self.name = name or str(getattr(fn, "__name__", "reward"))
         self.params = [p for p in inspect.signature(fn).parameters if p != "self"]
 
     async def ascore(self, ctx: GradingContext) -> Score:
@@ -302,4 +302,4 @@ def grade(rubric: Rubric | Callable[..., Any], client: Any) -> Score:
     thread.join()
     if "error" in box:
         raise box["error"]
-    return box["score"]  # type: ignore[no-any-return]
+    return box["score"]

@@ -87,7 +87,7 @@ class EnvFolder:
                 except ManifestError as e:
                     self._manifest, self._manifest_error = None, e
             self.manifest_warnings = [str(w.message) for w in caught if issubclass(w.category, ManifestWarning)]
-        return self._manifest  # type: ignore[no-any-return]
+        return self._manifest
 
     @property
     def manifest_error(self) -> ManifestError | None:
@@ -350,8 +350,8 @@ def check_tool_schemas(env: EnvFolder) -> CheckResult:
 
 def _meta_schema_error(schema: dict[str, Any]) -> str | None:
     try:
-        from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
-        from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
     except ImportError:  # optional: the structural checks above still ran
         return None
     try:

@@ -153,11 +153,11 @@ def _make_policy(o: RolloutOptions) -> tuple[Policy, str]:
         params["temperature"] = o.temperature
     if o.max_tokens is not None:
         params["max_tokens"] = o.max_tokens
-    policy = ChatPolicy(
+    chat = ChatPolicy(
         base_url=o.base_url, model=o.model, api_key=o.api_key, params=params, logprobs=o.logprobs,
         token_ids=o.token_ids, timeout_s=o.request_timeout_s,
     )  # fmt: skip
-    return policy, o.model
+    return chat, o.model
 
 
 class _Progress:

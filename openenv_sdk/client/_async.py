@@ -151,7 +151,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
     async def state(self) -> StateT:
         """The episode's state, as the environment's state model. See `EnvClient.state`."""
         async with self._lock:
-            return self._parse_state(await self._exchange("state", None))  # type: ignore[no-any-return]
+            return self._parse_state(await self._exchange("state", None))
 
     async def call(self, name: str, /, **arguments: Any) -> Any:
         """An orchestrator-only call (for graders), e.g. `call("transcript")`."""
@@ -205,17 +205,17 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     async def splits(self) -> list[TaskSplit]:
         """The environment's task splits (`GET /{env}/splits`), each with its type and task count."""
-        return await self._tasks_call("splits")  # type: ignore[no-any-return]
+        return await self._tasks_call("splits")
 
     async def tasks(self, split: str, *, start: int | None = None, stop: int | None = None) -> list[ServedTask]:
         """The tasks of `split`: all of them, or `[start, stop)` (slice bounds) when either is given."""
         if start is None and stop is None:
-            return await self._tasks_call("tasks", split=split)  # type: ignore[no-any-return]
-        return await self._tasks_call("task_range", split=split, start=start, stop=stop)  # type: ignore[no-any-return]
+            return await self._tasks_call("tasks", split=split)
+        return await self._tasks_call("task_range", split=split, start=start, stop=stop)
 
     async def num_tasks(self, split: str) -> int:
         """How many tasks `split` has."""
-        return await self._tasks_call("num_tasks", split=split)  # type: ignore[no-any-return]
+        return await self._tasks_call("num_tasks", split=split)
 
     async def task(self, task_id: str | None = None, /, *, split: str | None = None, index: int | None = None) -> ServedTask:
         """One task, by id (`await env.task("fizzbuzz")`) or by position (`await env.task(split="test", index=3)`);
@@ -225,7 +225,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             ValueError: neither or both ways of naming the task were given.
             InvalidActionError: the server knows no such task, split or index.
         """
-        return await self._tasks_call("task", **self._task_fields(task_id, split, index))  # type: ignore[no-any-return]
+        return await self._tasks_call("task", **self._task_fields(task_id, split, index))
 
     async def _tasks_call(self, call: str, **fields: Any) -> Any:
         self._check_usable()

@@ -630,7 +630,8 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
     @staticmethod
     def _env_name_from(body: Any) -> str:
         if not (isinstance(body, list) and body and isinstance(body[0], str)):
-            raise ServerError(f"GET /list_environments answered {str(body)[:200]}, not a list of names")
+            # not a typed error from the server: an answer this client cannot read
+            raise TransportError(f"GET /list_environments answered {str(body)[:200]}, not a list of names")
         return body[0]
 
     @staticmethod

@@ -41,7 +41,7 @@ class ActionValidator:
     """Checks dict actions against a server's `/schema` (action schema and tool input schemas)."""
 
     def __init__(self, schema: SchemaResponse) -> None:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+        from jsonschema import Draft202012Validator
 
         self._validator_cls = Draft202012Validator
         self.action_schema = schema.action

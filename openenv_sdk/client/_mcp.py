@@ -69,7 +69,7 @@ class McpChannel:
         """
 
         async def run(session: Any) -> mcp_types.CallToolResult:
-            return await session.call_tool(name, arguments)  # type: ignore[no-any-return]
+            return await session.call_tool(name, arguments)
 
         return await self._request(run, f"tools/call {name!r}", tool=name)
 

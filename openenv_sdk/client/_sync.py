@@ -172,7 +172,7 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             SessionError: the episode was lost with its connection; call `reset()`.
         """
         with self._lock:
-            return self._parse_state(self._exchange("state", None))  # type: ignore[no-any-return]
+            return self._parse_state(self._exchange("state", None))
 
     def call(self, name: str, /, **arguments: Any) -> Any:
         """An orchestrator-only call (for graders), e.g. `call("transcript")`: the agent's tool calls.
@@ -220,17 +220,17 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     def splits(self) -> list[TaskSplit]:
         """The environment's task splits (`GET /{env}/splits`), each with its type and task count."""
-        return self._tasks_call("splits")  # type: ignore[no-any-return]
+        return self._tasks_call("splits")
 
     def tasks(self, split: str, *, start: int | None = None, stop: int | None = None) -> list[ServedTask]:
         """The tasks of `split`: all of them, or `[start, stop)` (slice bounds) when either is given."""
         if start is None and stop is None:
-            return self._tasks_call("tasks", split=split)  # type: ignore[no-any-return]
-        return self._tasks_call("task_range", split=split, start=start, stop=stop)  # type: ignore[no-any-return]
+            return self._tasks_call("tasks", split=split)
+        return self._tasks_call("task_range", split=split, start=start, stop=stop)
 
     def num_tasks(self, split: str) -> int:
         """How many tasks `split` has."""
-        return self._tasks_call("num_tasks", split=split)  # type: ignore[no-any-return]
+        return self._tasks_call("num_tasks", split=split)
 
     def task(self, task_id: str | None = None, /, *, split: str | None = None, index: int | None = None) -> ServedTask:
         """One task, by id (`env.task("fizzbuzz")`) or by position (`env.task(split="test", index=3)`);
@@ -240,7 +240,7 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             ValueError: neither or both ways of naming the task were given.
             InvalidActionError: the server knows no such task, split or index.
         """
-        return self._tasks_call("task", **self._task_fields(task_id, split, index))  # type: ignore[no-any-return]
+        return self._tasks_call("task", **self._task_fields(task_id, split, index))
 
     def _tasks_call(self, call: str, **fields: Any) -> Any:
         with self._lock:

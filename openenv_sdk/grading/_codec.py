@@ -82,12 +82,12 @@ class Limits:
         return "Limits(" + ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items()) + ")"
 
 
-_POWERS = {}
+_POWERS: dict = {}
 _FAST_MIN = 16
 _SCALARS = frozenset({int, str, bool, type(None)})
 _FLOATS = frozenset({float})
 _JSON_SCALARS = frozenset({int, str, bool, type(None), float})
-_DECODERS = {}
+_DECODERS: dict = {}
 _JSON_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 

@@ -321,7 +321,7 @@ def value_form(value: Any) -> tuple[str, str, str] | None:
 
 def plain(value: Any, base: str) -> Any:
     """The exact-`base` copy of an instance of a subclass of that base."""
-    kind = VALUE_BASES[base]
+    kind: Any = VALUE_BASES[base]
     if kind is dict:
         return dict(value.items())
     if kind in (str, int, float):

@@ -36,6 +36,7 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Callable
 
 from openenv_sdk.grading._codec import _JSON_ENCODER, Codec, CodecError, Limits  # inlined when assembled
 
@@ -87,7 +88,7 @@ class Server:
         self._path = self._aliases = None
         self.pins = {}
         self._used_pins = {}
-        self.dunders = {
+        self.dunders: dict[str, Callable[..., object]] = {
             "__len__": len,
             "__contains__": operator.contains,
             "__iter__": self._materialise,
@@ -334,7 +335,7 @@ class Server:
             message = str(error)
         except BaseException:
             message = f"<str() of the {type(error).__name__} failed>"
-        out = {
+        out: dict[str, object] = {
             "kind": kind,
             "type": type(error).__name__[:200],
             "cls": exception_class(type(error)),
@@ -363,7 +364,7 @@ class _ImportFailed(Exception):
 
 def exception_class(cls, depth=0):
     """The name, module and exception bases of an exception class, as the trusted side rebuilds it."""
-    out = {"m": str(getattr(cls, "__module__", "?"))[:200], "q": str(getattr(cls, "__qualname__", "?"))[:200]}
+    out: dict[str, object] = {"m": str(getattr(cls, "__module__", "?"))[:200], "q": str(getattr(cls, "__qualname__", "?"))[:200]}
     if out["m"] != "builtins" and depth < 16:
         out["b"] = [exception_class(b, depth + 1) for b in cls.__bases__[:8] if issubclass(b, BaseException)]
     return out

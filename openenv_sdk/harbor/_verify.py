@@ -54,7 +54,7 @@ def verify_imported(env_dir: str | Path, task_ids: list[str]) -> list[Verificati
                 score = grade(grader, env)
                 rewards[kind] = score.value
                 if score.value != (1.0 if kind == "solution" else 0.0):
-                    check = next(iter(score.evidence.values()), {}) if score.evidence else {}
+                    check: object = next(iter(score.evidence.values()), {}) if score.evidence else {}
                     failed = check.get("failed") if isinstance(check, dict) else None
                     output = check.get("output", "") if isinstance(check, dict) else ""
                     evidence += f"{kind}: reward {score.value}; failed: {failed}; output: {str(output)[-1500:]}\n"

@@ -34,7 +34,7 @@ class ServerPool:
         provider_factory: Callable[[], Provider],
         *,
         size: int,
-        client_factory: Callable[[str], Any] | None = None,
+        client_factory: Callable[..., Any] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one server")
@@ -91,7 +91,7 @@ class ServerPool:
                 if url in self._load and self._load[url] > 0:
                     self._load[url] -= 1
 
-        client.close = close_and_release  # type: ignore[method-assign]
+        client.close = close_and_release
         return client
 
     def _make_client(self, url: str, token: str | None) -> Any:

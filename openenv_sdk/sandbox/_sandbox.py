@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ def _runtime_dirs() -> list[str]:
     """The running Python's prefixes and site-packages: what `python3` in the sandbox needs."""
     dirs = {sys.base_prefix, sys.prefix, *site.getsitepackages()}
     dirs.add(str(Path(sys.executable).resolve().parent.parent))
-    kept = []
+    kept: list[str] = []
     for folder in sorted(dirs, key=len):
         if not os.path.isdir(folder) or any(folder == s or folder.startswith(s + "/") for s in ("/usr", *kept)):
             continue
@@ -395,7 +395,7 @@ class Sandbox:
         drop = drop_to(self.uid, self.gid) if self.privileged else []
         return [*args[:chdir], *binds, *args[chdir:], "--", *drop, *argv]
 
-    def _preexec(self, limits: SandboxLimits) -> tuple[object, int | None]:
+    def _preexec(self, limits: SandboxLimits) -> tuple[Callable[[], None], int | None]:
         if self.isolation is Isolation.BWRAP and self.privileged:
             # bubblewrap starts as root; RLIMIT_NPROC binds the session's uid once setpriv drops to it
             return (lambda: apply_limits(limits, None, limits.max_processes, None)), None
@@ -493,7 +493,7 @@ class Sandbox:
             self.wrap(argv, cwd=cwd, mounts=mounts, network=network),
             limits=limits,
             env=environment,
-            preexec=preexec,  # type: ignore[arg-type]
+            preexec=preexec,
             stdin=stdin,
             cwd="/",
         )
@@ -525,7 +525,7 @@ class Sandbox:
         else:
             proc = subprocess.Popen(
                 self.wrap(argv, cwd=cwd, mounts=mounts, network=network), cwd="/", env=environment,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, preexec_fn=preexec,  # type: ignore[arg-type]
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, preexec_fn=preexec,
                 close_fds=True,
             )  # fmt: skip
         self._procs = {p for p in self._procs if p.poll() is None}

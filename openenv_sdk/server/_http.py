@@ -51,7 +51,7 @@ class CallResponse(BaseModel):
 
 
 def _state(request: Request) -> ServerState:
-    return request.app.state.openenv  # type: ignore[no-any-return]
+    return request.app.state.openenv
 
 
 def _session_id(request: Request) -> str | None:

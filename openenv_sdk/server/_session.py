@@ -528,10 +528,15 @@ def _overrides(env: Environment[Any, Any, Any], name: str) -> bool:
     return callable(getattr(type(env), name, None))
 
 
-@functools.lru_cache(maxsize=256)
+_TAKES_TOOL_CALLS: dict[type, bool] = {}  # per environment class; classes are few and live on
+
+
 def _takes_tool_calls(env_cls: type[Environment[Any, Any, Any]]) -> bool:
     """`env_cls.handles_tool_calls_in_step()`, once per class (it walks the MRO; every step asks)."""
-    return env_cls.handles_tool_calls_in_step()
+    known = _TAKES_TOOL_CALLS.get(env_cls)
+    if known is None:
+        known = _TAKES_TOOL_CALLS[env_cls] = env_cls.handles_tool_calls_in_step()
+    return known
 
 
 def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
