@@ -36,7 +36,7 @@ def _service_pids() -> list[int]:
 
 
 def test_a_first_start_inside_command_substitution_returns() -> None:
-    # test.sh runs `eval "$(setup_container_engine.sh | grep '^export ')"`: `$(...)` waits for
+    # enable_container_engine.sh runs `eval "$(setup_container_engine.sh | grep '^export ')"`: `$(...)` waits for
     # every process holding its pipe, so a service left attached to the script's stdout (or a
     # script that waits on it) hangs CI until its time limit. Seen once: 90 minutes, no output.
     subprocess.run(["pkill", "-f", "podman system service"], check=False)
