@@ -8,6 +8,7 @@ from .errors import (
     CapacityError,
     ClientStateError,
     ContainerError,
+    EnvCheckError,
     EnvironmentDefinitionError,
     ExecutionError,
     InvalidActionError,
@@ -37,6 +38,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .checks import check_env
     from .client import AsyncEnvClient, AsyncGenericEnvClient, EnvClient, GenericEnvClient, StepResult
     from .providers import DockerProvider, LocalProcessProvider, Provider
     from .rubric import Grader, Score, agrade, grade, reward
@@ -60,6 +62,7 @@ _LAZY = {
     "grade": "rubric",
     "agrade": "rubric",
     "reward": "rubric",
+    "check_env": "checks",
 }
 
 
@@ -92,6 +95,7 @@ __all__ = [
     "CapacityError",
     "ClientStateError",
     "ContainerError",
+    "EnvCheckError",
     "Environment",
     "EnvironmentDefinitionError",
     "ExecutionError",
@@ -114,6 +118,7 @@ __all__ = [
     "ToolError",
     "ToolErrorType",
     "TransportError",
+    "check_env",
     "create_app",
     "orchestrator",
     "tool",

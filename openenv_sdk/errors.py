@@ -2,6 +2,7 @@
 
     OpenEnvError
     ├── EnvironmentDefinitionError   a class that breaks the authoring contract (raised at class definition)
+    │   └── EnvCheckError            `check_env` found rules the class breaks (carries the `report`)
     ├── ManifestError                openenv.yaml is missing, malformed or has wrong types
     ├── ServerError                  a server answered with a typed error (carries `code`)
     │   ├── RequestError             INVALID_JSON / UNKNOWN_TYPE / MESSAGE_TOO_LARGE: unreadable request
@@ -34,6 +35,7 @@ __all__ = [
     "CapacityError",
     "ClientStateError",
     "ContainerError",
+    "EnvCheckError",
     "EnvironmentDefinitionError",
     "ExecutionError",
     "InvalidActionError",
@@ -57,6 +59,18 @@ class OpenEnvError(Exception):
 
 class EnvironmentDefinitionError(OpenEnvError, TypeError):
     """An environment class breaks the authoring contract (e.g. a tool named `reset`)."""
+
+
+class EnvCheckError(EnvironmentDefinitionError):
+    """`check_env` found rules that an environment class breaks; the message names each one.
+
+    Attributes:
+        report: the `openenv_sdk.checks.ValidationReport` of every rule that ran.
+    """
+
+    def __init__(self, message: str, *, report: Any) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class ManifestError(OpenEnvError, ValueError):

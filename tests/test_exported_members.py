@@ -11,12 +11,12 @@ import openenv_sdk.server
 def test_top_level_api() -> None:
     assert sorted(openenv_sdk.__all__) == [
         "Action", "AsyncEnvClient", "AsyncGenericEnvClient", "AuthenticationError", "CallToolAction",
-        "CallToolObservation", "CapacityError", "ClientStateError", "ContainerError", "DockerProvider", "EnvClient",
-        "Environment", "EnvironmentDefinitionError", "ExecutionError", "GenericEnvClient", "Grader",
+        "CallToolObservation", "CapacityError", "ClientStateError", "ContainerError", "DockerProvider", "EnvCheckError",
+        "EnvClient", "Environment", "EnvironmentDefinitionError", "ExecutionError", "GenericEnvClient", "Grader",
         "InvalidActionError", "ListToolsAction", "ListToolsObservation", "LocalProcessProvider", "ManifestError",
         "Observation", "OpenEnvError", "Provider", "ProviderError", "RequestError", "RequestTimeout", "Score",
         "ServerConfig", "ServerError", "ServerTimeout", "SessionError", "State", "StepResult", "ToolCallAction",
-        "ToolCallError", "ToolError", "ToolErrorType", "TransportError", "agrade", "create_app", "grade",
+        "ToolCallError", "ToolError", "ToolErrorType", "TransportError", "agrade", "check_env", "create_app", "grade",
         "orchestrator", "reward", "tool"
     ]  # fmt: skip
     for name in openenv_sdk.__all__:
@@ -42,12 +42,14 @@ def test_top_level_names_are_the_same_objects_and_import_lazily() -> None:
     import subprocess
     import sys
 
+    import openenv_sdk.checks
     import openenv_sdk.providers
 
     assert openenv_sdk.GenericEnvClient is openenv_sdk.client.GenericEnvClient
     assert openenv_sdk.DockerProvider is openenv_sdk.providers.DockerProvider
     assert openenv_sdk.grade is openenv_sdk.rubric.grade
-    code = "import sys, openenv_sdk; print(sorted(m for m in ('fastapi', 'httpx', 'websockets', 'docker', 'openenv_sdk.client') if m in sys.modules))"
+    assert openenv_sdk.check_env is openenv_sdk.checks.check_env
+    code = "import sys, openenv_sdk; print(sorted(m for m in ('fastapi', 'httpx', 'websockets', 'docker', 'openenv_sdk.client', 'openenv_sdk.checks') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -3,9 +3,11 @@
 Static checks read an environment folder (`EnvFolder`): the manifest, the layout, the class,
 its tools and the grader. Runtime checks speak the protocol to a running server
 (`RuntimeProbe`): discovery routes, reset/step/state over `/ws`, typed errors, and MCP.
-`validate_path`, `validate_url` and `validate_image` run them and return a `ValidationReport`.
+`validate_path`, `validate_url` and `validate_image` run them and return a `ValidationReport`;
+`check_env` runs the class rules and the protocol rules on a class in-process, and raises.
 """
 
+from ._check_env import EnvCheckWarning, check_env
 from ._local import DEFAULT_STARTUP_TIMEOUT_S, LocalServer, free_port
 from ._result import CheckResult, CheckStatus, Severity, ValidationReport
 from ._runtime import (
@@ -29,8 +31,11 @@ from ._runtime import (
 )
 from ._sample import SampleError, sample_from_schema
 from ._static import (
+    CLASS_CHECKS,
     STATIC_CHECKS,
+    EnvClass,
     EnvFolder,
+    EnvTarget,
     check_environment_declared,
     check_environment_imports,
     check_environment_subclass,
@@ -42,8 +47,10 @@ from ._static import (
     check_readme,
     check_reserved_tool_names,
     check_steppable,
+    check_tasks,
     check_tool_descriptions,
     check_tool_schemas,
+    run_class_checks,
     run_static_checks,
 )
 from ._validate import validate_image, validate_path, validate_url
@@ -51,16 +58,21 @@ from ._validate import validate_image, validate_path, validate_url
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT_S",
     "DEFAULT_STARTUP_TIMEOUT_S",
+    "CLASS_CHECKS",
     "RUNTIME_CHECKS",
     "STATIC_CHECKS",
     "CheckResult",
     "CheckStatus",
+    "EnvCheckWarning",
+    "EnvClass",
     "EnvFolder",
+    "EnvTarget",
     "LocalServer",
     "RuntimeProbe",
     "SampleError",
     "Severity",
     "ValidationReport",
+    "check_env",
     "check_environment_declared",
     "check_environment_imports",
     "check_environment_subclass",
@@ -79,6 +91,7 @@ __all__ = [
     "check_reserved_tool_names",
     "check_schema",
     "check_steppable",
+    "check_tasks",
     "check_tool_descriptions",
     "check_tool_schemas",
     "check_ws_close",
@@ -88,6 +101,7 @@ __all__ = [
     "check_ws_state",
     "check_ws_step",
     "free_port",
+    "run_class_checks",
     "run_runtime_checks",
     "run_static_checks",
     "sample_from_schema",

@@ -46,8 +46,8 @@ class CheckResult(BaseModel):
 class ValidationReport(BaseModel):
     """Every check run against one target, and the verdict."""
 
-    target: str = Field(description="The folder, URL or image validated.")
-    kind: Literal["path", "url", "image"] = Field(description="What `target` is.")
+    target: str = Field(description="The folder, URL, image or class validated.")
+    kind: Literal["path", "url", "image", "class"] = Field(description="What `target` is.")
     checks: list[CheckResult] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]

@@ -79,6 +79,13 @@ class RuntimeProbe:
         except ValueError:
             return response.status_code, None
 
+    def open_ws(self) -> None:
+        """Open `/ws` (the session the WebSocket checks share); `close()` closes it."""
+        from websockets.sync.client import connect
+
+        # entered as a context manager: websockets 17.1 deprecates connect() without one
+        self.ws = connect(self.ws_url, open_timeout=self.timeout_s, max_size=64 * 1024 * 1024).__enter__()
+
     def send(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send one WebSocket message and return the parsed reply."""
         self.ws.send(json.dumps(message))
@@ -177,10 +184,11 @@ def check_metadata(probe: RuntimeProbe) -> CheckResult:
         status, body = probe.get_json("/metadata")
     except httpx.HTTPError as e:
         return _fail(name, f"GET /metadata failed: {_reason(e)}", "Serve GET /metadata")
-    if status == 200 and isinstance(body, dict) and isinstance(body.get("name"), str) \
-            and isinstance(body.get("description"), str):
+    if status == 200 and isinstance(body, dict) and all(
+        isinstance(body.get(field), str) and body[field].strip() for field in ("name", "description")
+    ):
         return _ok(name, f"name {body['name']!r}")
-    return _fail(name, f"GET /metadata answered {status} without a string name and description",
+    return _fail(name, f"GET /metadata answered {status} without a non-empty string name and description",
                  "Give the environment a name and a docstring (its description)")
 
 
@@ -191,10 +199,11 @@ def check_schema(probe: RuntimeProbe) -> CheckResult:
         status, body = probe.get_json("/schema")
     except httpx.HTTPError as e:
         return _fail(name, f"GET /schema failed: {_reason(e)}", "Serve GET /schema")
-    missing = [k for k in ("action", "observation", "state") if not isinstance((body or {}).get(k), dict)] \
+    missing = [k for k in ("action", "observation", "state")
+               if not (isinstance(body.get(k), dict) and body[k].get("type") == "object")] \
         if isinstance(body, dict) else ["action", "observation", "state"]
     if status != 200 or missing:
-        return _fail(name, f"GET /schema answered {status}; missing or not objects: {missing}",
+        return _fail(name, f"GET /schema answered {status}; missing or not object schemas (type 'object'): {missing}",
                      "/schema must hold the JSON Schemas of the action, observation and state models")
     tools = body.get("tools")
     if tools is not None and not (
@@ -227,13 +236,25 @@ def check_openapi(probe: RuntimeProbe) -> CheckResult:
 # --- the orchestrator's WebSocket ---------------------------------------------------------
 
 
+def _envelope_problem(data: Any) -> str | None:
+    """What is wrong with an observation reply's `data` (`{observation, reward, done}`), if anything."""
+    if not isinstance(data, dict) or not isinstance(data.get("observation"), dict):
+        return "data.observation is not an object"
+    if not isinstance(data.get("done"), bool):
+        return f"data.done is {data.get('done')!r}, not a boolean"
+    if "reward" not in data:
+        return "data.reward is missing (null when the environment gives none)"
+    if not (data["reward"] is None or (isinstance(data["reward"], int | float) and not isinstance(data["reward"], bool))):
+        return f"data.reward is {data['reward']!r}, not a number or null"
+    return None
+
+
+
 def check_ws_reset(probe: RuntimeProbe) -> CheckResult:
     """`/ws` accepts a connection and answers `reset` with an observation."""
-    from websockets.sync.client import connect
-
     name = "ws.reset"
     try:
-        probe.ws = connect(probe.ws_url, open_timeout=probe.timeout_s, max_size=64 * 1024 * 1024)
+        probe.open_ws()
     except Exception as e:
         return _fail(name, f"cannot open {probe.ws_url}: {_reason(e)}", "Serve WebSocket /ws")
     try:
@@ -242,9 +263,10 @@ def check_ws_reset(probe: RuntimeProbe) -> CheckResult:
         return _fail(name, f"reset got no reply: {_reason(e)}", "Answer {type: reset} with an observation")
     if reply.get("type") == "error":
         return _fail(name, f"reset failed: {_error_text(reply)}", "Make reset(seed=0) work without task fields")
-    data = reply.get("data")
-    if reply.get("type") != "observation" or not isinstance(data, dict) or not isinstance(data.get("observation"), dict):
-        return _fail(name, f"reset answered {str(reply)[:200]}",
+    data: Any = reply.get("data")
+    problem = _envelope_problem(data) if reply.get("type") == "observation" else "not an observation"
+    if problem:
+        return _fail(name, f"reset answered {str(reply)[:200]} ({problem})",
                      "Reply {type: observation, data: {observation, reward, done}}")
     return _ok(name, f"observation (done={data.get('done')})")
 
@@ -278,9 +300,11 @@ def check_ws_step(probe: RuntimeProbe) -> CheckResult:
     if reply.get("type") == "error":
         return _fail(name, f"step with {what} {json.dumps(action)[:120]} failed: {_error_text(reply)}",
                      "A step with a schema-valid action must give an observation")
-    data = reply.get("data")
-    if reply.get("type") != "observation" or not isinstance(data, dict) or not isinstance(data.get("observation"), dict):
-        return _fail(name, f"step answered {str(reply)[:200]}", "Reply {type: observation, data: {observation, ...}}")
+    data: Any = reply.get("data")
+    problem = _envelope_problem(data) if reply.get("type") == "observation" else "not an observation"
+    if problem:
+        return _fail(name, f"step answered {str(reply)[:200]} ({problem})",
+                     "Reply {type: observation, data: {observation, reward, done}}")
     error = data["observation"].get("error") if action.get("type") == "call_tool" else None
     if isinstance(error, dict) and error.get("error_type") in ("tool_not_found", "invalid_args"):
         return _fail(name, f"{what} was refused: {error.get('error_type')}: {error.get('message')}",
@@ -335,11 +359,19 @@ def check_ws_request_id(probe: RuntimeProbe) -> CheckResult:
         reply = probe.send({"type": "state", "id": "openenv-validate-1"})
     except Exception as e:
         return _fail(name, f"no reply to a message with an id: {_reason(e)}", "Echo `id` on replies", severity=severity)
-    if reply.get("id") == "openenv-validate-1" and reply.get("type") == "state":
-        return _ok(name, "replies echo the request id", severity=severity)
-    detail = _error_text(reply) if reply.get("type") == "error" else "no id on the reply"
-    return _fail(name, f"request ids are not supported ({detail})",
-                 "Optional: echo a request's `id` on its reply (openenv-sdk servers do)", severity=severity)
+    if reply.get("id") != "openenv-validate-1" or reply.get("type") != "state":
+        detail = _error_text(reply) if reply.get("type") == "error" else "no id on the reply"
+        return _fail(name, f"request ids are not supported ({detail})",
+                     "Optional: echo a request's `id` on its reply (openenv-sdk servers do)", severity=severity)
+    try:
+        error = probe.send({"type": "openenv_validate_unknown", "id": 8})
+    except Exception as e:
+        return _fail(name, f"no reply to an unknown message type with an id: {_reason(e)}",
+                     "Answer it with an UNKNOWN_TYPE error reply", severity=severity)
+    if error.get("type") != "error" or error.get("id") != 8:
+        return _fail(name, f"an error reply does not echo the request id: {str(error)[:200]}",
+                     "Echo `id` on error replies too", severity=severity)
+    return _ok(name, "replies (errors too) echo the request id", severity=severity)
 
 
 def check_ws_close(probe: RuntimeProbe) -> CheckResult:
@@ -386,7 +418,12 @@ def check_mcp_jsonrpc(probe: RuntimeProbe) -> CheckResult:
     tools = (body.get("result") or {}).get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return _fail(name, f"tools/list answered {str(body)[:200]}", "Answer tools/list with {result: {tools: [...]}}")
-    names = [str(t.get("name")) for t in tools if isinstance(t, dict)]
+    malformed = [t for t in tools if not (isinstance(t, dict) and isinstance(t.get("name"), str)
+                                          and isinstance(t.get("inputSchema"), dict))]
+    if malformed:
+        return _fail(name, f"tools/list has tools without a name and an inputSchema: {str(malformed)[:200]}",
+                     "List each tool as MCP's Tool: {name, description, inputSchema}")
+    names = [t["name"] for t in tools]
     probe.tool_names = names
     clash = sorted(set(names) & RESERVED_NAMES)
     if clash:
@@ -417,7 +454,7 @@ def check_mcp_official(probe: RuntimeProbe) -> CheckResult:
                     init = await client.initialize()
                     listed = await client.list_tools()
         server = getattr(init, "server_info", None) or getattr(init, "serverInfo", None)
-        return str(getattr(server, "name", "?")), [t.name for t in listed.tools]
+        return str(getattr(server, "name", None) or ""), [t.name for t in listed.tools]
 
     try:
         server_name, names = anyio.run(session)
@@ -426,6 +463,9 @@ def check_mcp_official(probe: RuntimeProbe) -> CheckResult:
             raise
         return _fail(name, f"the official MCP client could not initialize at /mcp ({_reason(e)[:160]})",
                      "Optional for OpenEnv servers: serve standard MCP (streamable HTTP) at /mcp", severity=severity)
+    if not server_name:
+        return _fail(name, "initialize named no server (serverInfo.name is empty)",
+                     "Give the MCP server a name (openenv-sdk servers use the environment's)", severity=severity)
     if probe.tool_names is not None and sorted(names) != sorted(probe.tool_names):
         return _fail(name, f"MCP client lists {sorted(names)}, JSON-RPC lists {sorted(probe.tool_names)}",
                      "Serve the same tools to every MCP client", severity=severity)

@@ -1,8 +1,12 @@
-"""Static checks of an environment folder: one `check_*` function per rule.
+"""Static checks of an environment folder or class: one `check_*` function per rule.
 
 Each check takes an `EnvFolder` (which loads the manifest, the class and the grader once, on
 first use) and returns a `CheckResult`, or a list of them. A check whose prerequisite failed
 returns a skipped result, so every rule is listed in every report.
+
+The rules about the class itself (`CLASS_CHECKS`) take any `EnvTarget`: an `EnvFolder`, or an
+`EnvClass` that wraps a class given directly (what `check_env` does). Both runners call these
+same functions, so a folder and its class are held to one rule set.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -27,8 +31,11 @@ from ..types import Action, Observation, State
 from ._result import CheckResult
 
 __all__ = [
+    "CLASS_CHECKS",
     "STATIC_CHECKS",
+    "EnvClass",
     "EnvFolder",
+    "EnvTarget",
     "check_environment_declared",
     "check_environment_imports",
     "check_environment_subclass",
@@ -43,11 +50,59 @@ __all__ = [
     "check_tasks",
     "check_tool_descriptions",
     "check_tool_schemas",
+    "run_class_checks",
     "run_static_checks",
 ]
 
 _RESERVED_IN_ERROR = re.compile(r"cannot be named '(reset|step|state|close)'")
 _UNSET: Any = object()
+
+
+class EnvTarget(Protocol):
+    """What the class rules (`CLASS_CHECKS`) read: an `EnvFolder`, or an `EnvClass`."""
+
+    def env_cls(self) -> Any:
+        """The object that should be the environment class; None when a folder's did not import."""
+        ...
+
+    def environment_class(self) -> type[Environment[Any, Any, Any]] | None:
+        """The class, when it is an `Environment` subclass."""
+        ...
+
+    @property
+    def env_error(self) -> Exception | None:
+        """Why the class did not import (folders only)."""
+        ...
+
+    def manifest(self) -> Manifest | None:
+        """The folder's manifest (None for a class given directly)."""
+        ...
+
+
+class EnvClass:
+    """An environment class given directly (no folder, no manifest): the target of `check_env`.
+
+    Args:
+        obj: what should be an `openenv_sdk.Environment` subclass (anything is accepted; the
+            rules report what is wrong with it).
+    """
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def env_cls(self) -> Any:
+        return self.obj
+
+    def environment_class(self) -> type[Environment[Any, Any, Any]] | None:
+        obj = self.obj
+        return obj if isinstance(obj, type) and issubclass(obj, Environment) else None
+
+    @property
+    def env_error(self) -> Exception | None:
+        return None
+
+    def manifest(self) -> Manifest | None:
+        return None
 
 
 class EnvFolder:
@@ -273,19 +328,22 @@ def check_environment_imports(env: EnvFolder) -> CheckResult:
     return _ok(name, f"imported {manifest.environment}")
 
 
-def check_environment_subclass(env: EnvFolder) -> CheckResult:
+def check_environment_subclass(env: EnvTarget) -> CheckResult:
     """What `environment:` names is an `openenv_sdk.Environment` subclass."""
     name = "environment.subclass"
     cls = env.env_cls()
-    if cls is None:
+    if cls is None and isinstance(env, EnvFolder):
         return _skip(name, "the class did not import")
+    if isinstance(cls, Environment):
+        return _fail(name, f"{cls!r} is an instance, not the class",
+                     f"Pass the class itself: {type(cls).__name__}, not {type(cls).__name__}()")
     if env.environment_class() is None:
         return _fail(name, f"{cls!r} is not an openenv_sdk.Environment subclass",
                      "Define it as `class MyEnv(Environment[MyAction, MyObservation, MyState])`")
     return _ok(name, f"{cls.__name__} subclasses openenv_sdk.Environment")
 
 
-def check_models(env: EnvFolder) -> CheckResult:
+def check_models(env: EnvTarget) -> CheckResult:
     """The action, observation and state types are the SDK's models and have JSON Schemas."""
     name = "environment.models"
     cls = env.environment_class()
@@ -307,7 +365,7 @@ def check_models(env: EnvFolder) -> CheckResult:
     return _ok(name, f"{cls.action_type.__name__}, {cls.observation_type.__name__}, {cls.state_type.__name__}")
 
 
-def check_steppable(env: EnvFolder) -> CheckResult:
+def check_steppable(env: EnvTarget) -> CheckResult:
     """`step` can do something: the class overrides it, or has tools for the default `step` to run."""
     name = "environment.step"
     cls = env.environment_class()
@@ -320,7 +378,7 @@ def check_steppable(env: EnvFolder) -> CheckResult:
     return _ok(name, f"steps with {how}")
 
 
-def check_tool_schemas(env: EnvFolder) -> CheckResult:
+def check_tool_schemas(env: EnvTarget) -> CheckResult:
     """Every tool's input schema is a valid JSON Schema of an object."""
     name = "tools.schemas"
     cls = env.environment_class()
@@ -361,7 +419,7 @@ def _meta_schema_error(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def check_tool_descriptions(env: EnvFolder) -> CheckResult:
+def check_tool_descriptions(env: EnvTarget) -> CheckResult:
     """Every tool has a description (the agent reads it to choose a tool)."""
     name = "tools.descriptions"
     cls = env.environment_class()
@@ -375,7 +433,7 @@ def check_tool_descriptions(env: EnvFolder) -> CheckResult:
     return _ok(name, "every tool has a description" if cls.tool_specs else "no tools", severity="warning")
 
 
-def check_reserved_tool_names(env: EnvFolder) -> CheckResult:
+def check_reserved_tool_names(env: EnvTarget) -> CheckResult:
     """No tool takes a reserved name (`reset`, `step`, `state`, `close`)."""
     name = "tools.reserved_names"
     cause = env.env_error.__cause__ if env.env_error is not None else None
@@ -393,7 +451,7 @@ def check_reserved_tool_names(env: EnvFolder) -> CheckResult:
     return _ok(name, "no tool uses a reserved name")
 
 
-def check_tasks(env: EnvFolder) -> CheckResult:
+def check_tasks(env: EnvTarget) -> CheckResult:
     """`tasks()` gives records with unique ids (the Task API serves them), and each split's count
     matches the manifest's `validation.capabilities.declared_task_count`, when it has one."""
     from ..tasks import TaskIndex
@@ -457,13 +515,7 @@ def check_grader(env: EnvFolder) -> CheckResult:
                  "Point `grader:` at a Grader subclass, a Rubric instance, or a reward function")
 
 
-STATIC_CHECKS: tuple[Callable[[EnvFolder], CheckResult | list[CheckResult]], ...] = (
-    check_manifest_layout,
-    check_readme,
-    check_manifest,
-    check_manifest_warnings,
-    check_environment_declared,
-    check_environment_imports,
+CLASS_CHECKS: tuple[Callable[[EnvTarget], CheckResult], ...] = (
     check_environment_subclass,
     check_models,
     check_steppable,
@@ -471,9 +523,26 @@ STATIC_CHECKS: tuple[Callable[[EnvFolder], CheckResult | list[CheckResult]], ...
     check_tool_descriptions,
     check_reserved_tool_names,
     check_tasks,
+)
+"""The rules about the environment class, for a folder's class and for a class given directly."""
+
+STATIC_CHECKS: tuple[Callable[[EnvFolder], CheckResult | list[CheckResult]], ...] = (
+    check_manifest_layout,
+    check_readme,
+    check_manifest,
+    check_manifest_warnings,
+    check_environment_declared,
+    check_environment_imports,
+    *CLASS_CHECKS,
     check_grader,
 )
-"""Every static rule, in the order they are reported."""
+"""Every static rule of a folder, in the order they are reported (`CLASS_CHECKS` among them)."""
+
+
+def run_class_checks(env: EnvTarget) -> Iterator[CheckResult]:
+    """Run `CLASS_CHECKS` over a class (an `EnvClass`) or a folder's class, yielding each result."""
+    for check in CLASS_CHECKS:
+        yield check(env)
 
 
 def run_static_checks(env: EnvFolder) -> Iterator[CheckResult]:

@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from openenv_sdk.checks import RuntimeProbe
+
 from .instances import valid_action
 from .wire import TIMEOUT_S, WSSession, jsonrpc
 
@@ -86,6 +88,14 @@ def tools(http: httpx.Client, schema: dict[str, Any]) -> list[dict[str, Any]]:
 def action(schema: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
     """A valid `step` payload for this environment, built from `/schema`."""
     return valid_action(schema, tools)
+
+
+@pytest.fixture
+def probe(base_url: str) -> Iterator[RuntimeProbe]:
+    """A fresh connection for the rule functions `openenv validate` runs (`openenv_sdk.checks`):
+    where a check here is one of those rules, the suite calls the rule, not a copy of it."""
+    with RuntimeProbe(base_url, timeout_s=TIMEOUT_S, strict_extensions=True) as connection:
+        yield connection
 
 
 @pytest.fixture

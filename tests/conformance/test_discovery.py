@@ -1,27 +1,27 @@
-"""Discovery over HTTP: /health, /metadata, /schema, /openapi.json."""
+"""Discovery over HTTP: /health, /metadata, /schema, /openapi.json.
+
+The rules are `openenv validate`'s own (`openenv_sdk.checks`); the session counts are the
+suite's alone.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
 import pytest
 
+from openenv_sdk.checks import RuntimeProbe, check_health, check_metadata, check_openapi, check_schema
 
-def _get_json(http: httpx.Client, path: str) -> Any:
-    response = http.get(path)
-    assert response.status_code == 200, f"GET {path} must answer 200, got {response.status_code}: {response.text[:300]}"
-    return response.json()
+from .wire import holds
 
 
-def test_health_is_healthy(http: httpx.Client) -> None:
-    body = _get_json(http, "/health")
-    assert body.get("status") == "healthy", f"GET /health must report status 'healthy', got {body!r}"
+def test_health_is_healthy(probe: RuntimeProbe) -> None:
+    holds(check_health(probe))
 
 
 @pytest.mark.extension
-def test_health_session_counts(http: httpx.Client) -> None:
-    body = _get_json(http, "/health")
+def test_health_session_counts(probe: RuntimeProbe) -> None:
+    response = probe.http.get("/health")
+    assert response.status_code == 200, f"GET /health must answer 200, got {response.status_code}: {response.text[:300]}"
+    body = response.json()
     if "active_sessions" not in body and "max_sessions" not in body:
         pytest.skip("the server reports no session counts (optional)")
     active, maximum = body.get("active_sessions"), body.get("max_sessions")
@@ -31,24 +31,13 @@ def test_health_session_counts(http: httpx.Client) -> None:
     assert 0 <= active <= maximum and maximum >= 1, f"/health needs 0 <= active_sessions <= max_sessions >= 1: {body!r}"
 
 
-def test_metadata_names_and_describes(http: httpx.Client) -> None:
-    body = _get_json(http, "/metadata")
-    for field in ("name", "description"):
-        assert isinstance(body.get(field), str) and body[field].strip(), (
-            f"GET /metadata needs a non-empty string {field!r} (OpenEnv's EnvironmentMetadata), got {body!r}"
-        )
+def test_metadata_names_and_describes(probe: RuntimeProbe) -> None:
+    holds(check_metadata(probe))
 
 
-@pytest.mark.parametrize("part", ["action", "observation", "state"])
-def test_schema_has_object_schemas(schema: dict[str, Any], part: str) -> None:
-    value = schema.get(part)
-    assert isinstance(value, dict), f"/schema needs {part!r}: the JSON Schema of the {part} model; got {value!r}"
-    assert value.get("type") == "object", (
-        f"/schema {part!r} must be an object schema (type 'object'), got type {value.get('type')!r}"
-    )
+def test_schema_has_object_schemas(probe: RuntimeProbe) -> None:
+    holds(check_schema(probe))
 
 
-def test_openapi_has_version(http: httpx.Client) -> None:
-    body = _get_json(http, "/openapi.json")
-    version = (body.get("info") or {}).get("version")
-    assert isinstance(version, str) and version, f"/openapi.json needs info.version, got info={body.get('info')!r}"
+def test_openapi_has_version_and_routes(probe: RuntimeProbe) -> None:
+    holds(check_openapi(probe))

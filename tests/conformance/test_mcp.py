@@ -1,12 +1,16 @@
-"""`POST /mcp`: OpenEnv's plain JSON-RPC, and (extension) the official MCP client."""
+"""`POST /mcp`: OpenEnv's plain JSON-RPC, and (extension) the official MCP client.
+
+`tools/list` and the official client are `openenv validate`'s rules (`openenv_sdk.checks`).
+"""
 
 from __future__ import annotations
 
-import anyio
 import httpx
 import pytest
 
-from .wire import TIMEOUT_S, jsonrpc
+from openenv_sdk.checks import RuntimeProbe, check_mcp_jsonrpc, check_mcp_official, check_schema
+
+from .wire import holds
 
 
 def test_empty_object_gets_jsonrpc_error(http: httpx.Client) -> None:
@@ -21,32 +25,10 @@ def test_empty_object_gets_jsonrpc_error(http: httpx.Client) -> None:
     )
 
 
-def test_plain_jsonrpc_tools_list(http: httpx.Client) -> None:
-    reply = jsonrpc(http, "tools/list", {})
-    listed = (reply.get("result") or {}).get("tools")
-    assert isinstance(listed, list), f"POST /mcp tools/list: result.tools must be a list, got {reply!r}"
-    for entry in listed:
-        assert isinstance(entry.get("name"), str) and isinstance(entry.get("inputSchema"), dict), (
-            f"POST /mcp tools/list: each tool needs name and inputSchema (MCP's Tool), got {entry!r}"
-        )
+def test_plain_jsonrpc_tools_list(probe: RuntimeProbe) -> None:
+    holds(check_schema(probe), check_mcp_jsonrpc(probe))
 
 
 @pytest.mark.extension
-def test_official_mcp_client_lists_tools(base_url: str, http: httpx.Client) -> None:
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    plain = jsonrpc(http, "tools/list", {})
-    expected = sorted(t["name"] for t in plain["result"]["tools"])
-
-    async def run() -> tuple[str, list[str]]:
-        with anyio.fail_after(TIMEOUT_S):
-            async with streamable_http_client(f"{base_url}/mcp") as (read, write):
-                async with ClientSession(read, write, read_timeout_seconds=TIMEOUT_S) as session:
-                    init = await session.initialize()
-                    listed = await session.list_tools()
-                    return init.server_info.name, sorted(t.name for t in listed.tools)
-
-    server_name, names = anyio.run(run)
-    assert server_name, "initialize must name the server (serverInfo.name)"
-    assert names == expected, f"MCP tools/list via the official client {names} != plain JSON-RPC tools/list {expected}"
+def test_official_mcp_client_lists_tools(probe: RuntimeProbe) -> None:
+    holds(check_mcp_jsonrpc(probe), check_mcp_official(probe))

@@ -1,4 +1,8 @@
-"""The `/ws` session: OpenEnv's `{"type", "data"}` envelope, its replies and its typed errors."""
+"""The `/ws` session: OpenEnv's `{"type", "data"}` envelope, its replies and its typed errors.
+
+Where a check is one of `openenv validate`'s rules (`openenv_sdk.checks`), the test calls the
+rule; the typed-error recoveries and MCP over `/ws` are the suite's own.
+"""
 
 from __future__ import annotations
 
@@ -7,37 +11,30 @@ from typing import Any
 
 import pytest
 
+from openenv_sdk.checks import (
+    RuntimeProbe,
+    check_schema,
+    check_ws_close,
+    check_ws_request_id,
+    check_ws_reset,
+    check_ws_state,
+    check_ws_step,
+)
+
 from .instances import invalid_action
-from .wire import WSSession
+from .wire import WSSession, holds
 
 
-def _assert_observation_envelope(data: Any, what: str) -> None:
-    assert isinstance(data, dict), f"{what}: observation data must be an object, got {data!r}"
-    assert isinstance(data.get("observation"), dict), f"{what}: data.observation must be an object: {data!r}"
-    assert isinstance(data.get("done"), bool), f"{what}: data.done must be a boolean: {data!r}"
-    assert "reward" in data, f"{what}: data.reward must be present (null when the environment gives none): {data!r}"
-    assert data["reward"] is None or isinstance(data["reward"], int | float), (
-        f"{what}: data.reward must be a number or null: {data['reward']!r}"
-    )
+def test_reset_returns_observation(probe: RuntimeProbe) -> None:
+    holds(check_ws_reset(probe))
 
 
-def test_reset_returns_observation(base_url: str) -> None:
-    session = WSSession(base_url)
-    try:
-        data = session.expect(session.request("reset", {}), "observation", "reset")
-        _assert_observation_envelope(data, "reset")
-    finally:
-        session.close()
+def test_step_returns_observation(probe: RuntimeProbe) -> None:
+    holds(check_schema(probe), check_ws_reset(probe), check_ws_step(probe))
 
 
-def test_step_returns_observation(ws: WSSession, action: dict[str, Any]) -> None:
-    data = ws.expect(ws.request("step", action), "observation", f"step {action!r}")
-    _assert_observation_envelope(data, "step")
-
-
-def test_state_returns_state(ws: WSSession) -> None:
-    data = ws.expect(ws.request("state"), "state", "state")
-    assert isinstance(data, dict), f"state: data must be the state object, got {data!r}"
+def test_state_returns_state(probe: RuntimeProbe) -> None:
+    holds(check_ws_reset(probe), check_ws_state(probe))
 
 
 def _step_still_works(ws: WSSession, action: dict[str, Any], after: str) -> None:
@@ -64,13 +61,8 @@ def test_invalid_action_is_validation_error_and_session_goes_on(
 
 
 @pytest.mark.extension
-def test_reply_echoes_request_id(ws: WSSession, action: dict[str, Any]) -> None:
-    reply = ws.request("step", action, id="conformance-7")
-    ws.expect(reply, "observation", "step with an id")
-    assert reply.get("id") == "conformance-7", f"the reply must echo the request's id; got {reply.get('id')!r}"
-    error = ws.request("no_such_type", {}, id=8)
-    ws.expect_error(error, "UNKNOWN_TYPE", "unknown type with an id")
-    assert error.get("id") == 8, f"an error reply must echo the request's id too; got {error.get('id')!r}"
+def test_reply_echoes_request_id(probe: RuntimeProbe) -> None:
+    holds(check_ws_reset(probe), check_ws_request_id(probe))
 
 
 def _mcp(ws: WSSession, method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> dict[str, Any]:
@@ -108,8 +100,5 @@ def test_mcp_tools_call(ws: WSSession, tools: list[dict[str, Any]]) -> None:
     assert not failed, f"mcp tools/call {first['name']}({json.dumps(arguments)}) reported an error: {result!r}"
 
 
-def test_close_ends_the_socket(base_url: str) -> None:
-    session = WSSession(base_url)
-    session.conn.send(json.dumps({"type": "close"}))
-    code = session.wait_closed()
-    assert code == 1000, f"after a 'close' message the server must close the socket normally (1000), got {code!r}"
+def test_close_ends_the_socket(probe: RuntimeProbe) -> None:
+    holds(check_ws_reset(probe), check_ws_close(probe))

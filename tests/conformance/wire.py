@@ -9,10 +9,19 @@ import httpx
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-__all__ = ["TIMEOUT_S", "WSSession", "jsonrpc", "ws_url"]
+from openenv_sdk.checks import CheckResult
+
+__all__ = ["TIMEOUT_S", "WSSession", "holds", "jsonrpc", "ws_url"]
 
 TIMEOUT_S = 10.0
 """Every wait of the suite (connect, reply, HTTP request), in seconds."""
+
+
+def holds(*results: CheckResult) -> None:
+    """Assert that each rule (a result of an `openenv_sdk.checks` rule function) passed; the
+    failure message is the rule's own, with its fix."""
+    for result in results:
+        assert result.passed, f"{result.name}: {result.message} (fix: {result.fix})"
 
 
 def ws_url(base_url: str, path: str = "/ws") -> str:
