@@ -8,13 +8,12 @@ import importlib.metadata
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import SecretStr
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
@@ -23,76 +22,20 @@ from ..environment import Environment
 from ..errors import EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
 from ._auth import OrchestratorAuthMiddleware, RequestIdMiddleware, take_token_from_environ
+from ._config import ServerConfig
 from ._http import protocol_error_response, router
-from ._limits import DEFAULT_MAX_JSON_DEPTH, BodyLimitMiddleware
+from ._limits import BodyLimitMiddleware
 from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._metrics import ServerMetrics
 from ._metrics import router as metrics_router
 from ._protocol import ProtocolError
 from ._session import SessionManager
+from ._state import ServerState
 from ._tasks import router as tasks_router
 from ._tracing import TracingMiddleware
 from ._ws import serve_websocket
 
-__all__ = ["ServerConfig", "ServerState", "create_app", "uvicorn_limits"]
-
-_MIB = 1024 * 1024
-
-
-class ServerConfig(BaseModel):
-    """How a server holds sessions, and what one request may hold. Every limit has a finite default.
-
-    Sessions: `max_sessions`, `idle_timeout_s`, `unreset_grace_s`, `max_mcp_sessions`.
-    Environment code: `tool_timeout_s`, `max_abandoned_threads`.
-    Sizes: `max_message_bytes`, `max_json_depth`, `max_tool_result_bytes`, `max_transcript_bytes`.
-    Access: `orchestrator_token`.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_sessions: int = Field(default=1024, ge=1, description="Sessions held at once; more get CAPACITY_REACHED.")
-    idle_timeout_s: float | None = Field(
-        default=600.0, gt=0, description="Close a session after this long without a message; None never does."
-    )
-    unreset_grace_s: float | None = Field(
-        default=30.0,
-        gt=0,
-        description="Close a session not reset within this many seconds of its creation (`POST /sessions`, "
-        "a WebSocket that only connects); None leaves it to `idle_timeout_s`.",
-    )
-    max_mcp_sessions: int = Field(
-        default=1024, ge=1, description="MCP (streamable HTTP) sessions held at once at `/mcp`; more are refused."
-    )
-    tool_timeout_s: float = Field(default=60.0, gt=0, description="The most one tool call may take, in seconds.")
-    max_abandoned_threads: int = Field(
-        default=64,
-        ge=1,
-        description="Sync calls that timed out but still run on their session's thread; while this many run, "
-        "new sessions get CAPACITY_REACHED. (A session whose call timed out is busy until the call ends.)",
-    )
-    max_message_bytes: int = Field(
-        default=8 * _MIB, ge=1024, description="Largest accepted request body or WebSocket message, in bytes."
-    )
-    max_json_depth: int = Field(
-        default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=900, description="Deepest nesting of arrays and objects accepted."
-    )
-    max_tool_result_bytes: int = Field(
-        default=4 * _MIB,
-        ge=1024,
-        description="Largest tool result, in bytes of text; a larger one is cut, with a marker that says so.",
-    )
-    max_transcript_bytes: int = Field(
-        default=4 * _MIB,
-        ge=4096,
-        description="Bytes of the agent's tool calls kept per session for `transcript`: big arguments and "
-        "outputs are cut and the oldest calls dropped, and the transcript says so.",
-    )
-    orchestrator_token: SecretStr | None = Field(
-        default=None,
-        description="When set, every route but /health, /metadata, /schema, /openapi.json and /mcp needs "
-        "`Authorization: Bearer <token>`. Unset, `create_app` reads OPENENV_ORCHESTRATOR_TOKEN.",
-    )
-    web: bool = Field(default=False, description="Serve the browser playground at `/web`.")
+__all__ = ["create_app", "uvicorn_limits"]
 
 
 def uvicorn_limits(config: ServerConfig) -> dict[str, Any]:
@@ -125,19 +68,6 @@ def _redact_access_log() -> None:
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, _RedactTokens) for f in access.filters):
         access.addFilter(_RedactTokens())
-
-
-@dataclass
-class ServerState:
-    """What every route handler reads: the class, its schemas, the sessions."""
-
-    env_cls: type[Environment[Any, Any, Any]]
-    config: ServerConfig
-    sessions: SessionManager
-    metadata: MetadataResponse
-    schema: SchemaResponse
-    mcp_sessions: Callable[[], int] = lambda: 0
-    """How many MCP (streamable HTTP) sessions are open at `/mcp`."""
 
 
 def _sdk_version() -> str:

@@ -18,8 +18,8 @@ from ..types import ErrorCode, HealthResponse, MetadataResponse, SchemaResponse,
 from ._protocol import ProtocolError
 
 if TYPE_CHECKING:
-    from ._app import ServerState
     from ._session import Session
+    from ._state import ServerState
 
 __all__ = ["SESSION_COOKIE", "SESSION_HEADER", "router"]
 

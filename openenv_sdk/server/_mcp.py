@@ -15,14 +15,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from ._mcp_compat import INVALID_PARAMS, mcp_tool_list, public_result, token_from_request
+from ._mcp_compat import INVALID_PARAMS, mcp_tool_list, token_from_request
 from ._protocol import ProtocolError
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
-    from ._app import ServerState
     from ._session import Session
+    from ._state import ServerState
 
 __all__ = ["build_mcp_server", "build_session_manager", "token_from_request"]
 
@@ -55,7 +55,7 @@ def build_mcp_server(state: ServerState) -> Server[Any]:
             outcome = await session.call_tool(params.name, params.arguments or {}, source="mcp")
         except ProtocolError as e:
             raise MCPError(INVALID_PARAMS, e.message, data={"code": e.code.value}) from e
-        return types.CallToolResult.model_validate(public_result(outcome))
+        return types.CallToolResult.model_validate(outcome.mcp_result())
 
     return Server(
         env_cls.name,

@@ -71,11 +71,6 @@ def mcp_tool_list(env_cls: type[Environment[Any, Any, Any]]) -> list[dict[str, A
     ]
 
 
-def public_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A tool result as MCP's `CallToolResult` JSON, without the SDK's internal fields."""
-    return {k: v for k, v in result.items() if k not in ("_error", "data")}
-
-
 async def handle_jsonrpc(
     payload: Any,
     *,
@@ -122,7 +117,7 @@ async def handle_jsonrpc(
             outcome = await session.call_tool(name, arguments, source="mcp")
         except ProtocolError as e:
             return _error(INVALID_PARAMS, e.message, rid, data={"code": e.code.value})
-        result = public_result(outcome)
+        result = outcome.mcp_result()
     else:
         return _error(METHOD_NOT_FOUND, f"Method not found: {request.method!r}", rid)
     return {"jsonrpc": "2.0", "id": rid, "result": result}

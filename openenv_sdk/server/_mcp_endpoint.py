@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 from ._mcp_compat import INVALID_PARAMS, PARSE_ERROR, handle_jsonrpc, token_from_request
 
 if TYPE_CHECKING:
-    from ._app import ServerState
+    from ._state import ServerState
 
 __all__ = ["McpEndpoint", "warm_up_mcp"]
 

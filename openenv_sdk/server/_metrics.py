@@ -21,7 +21,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from ._app import ServerState
+    from ._state import ServerState
 
 __all__ = ["ServerMetrics", "router"]
 

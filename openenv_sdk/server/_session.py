@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .. import tracing
 from ..environment import Environment
-from ..tools import error_result, tool_result, validation_message
+from ..tools import tool_result, validation_message
 from ..types import (
     Action,
     CallToolAction,
@@ -31,9 +31,9 @@ from ..types import (
     Observation,
     ResetRequest,
     ToolCallAction,
-    ToolError,
     ToolErrorType,
 )
+from ._outcome import ToolOutcome
 from ._protocol import ProtocolError
 from ._worker import (
     AbandonedCalls,
@@ -100,8 +100,7 @@ def _observed(call: str) -> Callable[[_F], _F]:
             started, outcome = time.monotonic(), "error"
             try:
                 result = await method(self, *args, **kwargs)
-                error = result.get("_error") if isinstance(result, dict) else None
-                outcome = error.error_type.value if isinstance(error, ToolError) else "ok"
+                outcome = result.outcome if isinstance(result, ToolOutcome) else "ok"
                 return result
             except ProtocolError as e:
                 outcome = e.code.value.lower()
@@ -296,11 +295,10 @@ class Session:
         state = guard_sync(getattr, self.env, "state")
         if hasattr(state, "step_count"):
             state.step_count += 1
-        error = outcome.get("_error")
         return CallToolObservation(
             tool_name=name,
-            result=None if error else outcome,
-            error=error,
+            result=outcome.step_result(),
+            error=outcome.error,
             done=bool(guard_sync(getattr, self.env, "episode_done")),
         )
 
@@ -359,18 +357,18 @@ class Session:
 
     @_shielded
     @_observed("tool")
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, source: str) -> dict[str, Any]:
-        """Run one tool. Returns MCP `CallToolResult` JSON; a failure is a result with
-        `isError: true` and a `_error` ToolError (for `step`), never an exception, except for an
-        unknown tool called over MCP, which raises `ProtocolError(VALIDATION_ERROR)` (MCP answers
-        it as a protocol error, -32602, as the MCP spec says), and a call before reset."""
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None, *, source: str) -> ToolOutcome:
+        """Run one tool. A failure is an outcome (an `isError: true` result and a `ToolError`),
+        never an exception, except for an unknown tool called over MCP, which raises
+        `ProtocolError(VALIDATION_ERROR)` (MCP answers it as a protocol error, -32602, as the MCP
+        spec says), and a call before reset."""
         self.require_reset(f"tool call {name!r}")
         specs = type(self.env).tool_specs
         spec = specs.get(name)
         if spec is None:
             message = f"Unknown tool {name!r}.{did_you_mean(name, specs)} Available: {sorted(specs)}"
             if source == "step":
-                return {"_error": ToolError(error_type=ToolErrorType.TOOL_NOT_FOUND, message=message)}
+                return ToolOutcome.failure(ToolErrorType.TOOL_NOT_FOUND, message)
             raise ProtocolError(ErrorCode.VALIDATION_ERROR, message, details={"tool": name})
         try:
             kwargs = spec.validate_arguments(arguments or {})
@@ -398,16 +396,14 @@ class Session:
             return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)
         result = _cap_result(result, name, self._manager.max_tool_result_bytes)
         self._record(name, arguments, result["content"][0]["text"], None, source)
-        return result
+        return ToolOutcome(result)
 
     def _tool_failure(
         self, name: str, arguments: dict[str, Any] | None, source: str, kind: ToolErrorType, message: str
-    ) -> dict[str, Any]:
+    ) -> ToolOutcome:
         message = _cut(message, self._manager.max_tool_result_bytes, "error message")
         self._record(name, arguments, None, message, source)
-        result = error_result(message)
-        result["_error"] = ToolError(error_type=kind, message=message)
-        return result
+        return ToolOutcome.failure(kind, message)
 
     def _record(self, name: str, arguments: Any, output: str | None, error: str | None, source: str) -> None:
         """Keep the call in the transcript, within `max_transcript_bytes`: a big argument or output

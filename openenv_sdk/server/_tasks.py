@@ -22,7 +22,7 @@ from ..types import ErrorCode
 from ._protocol import ProtocolError
 
 if TYPE_CHECKING:
-    from ._app import ServerState
+    from ._state import ServerState
 
 __all__ = ["router"]
 

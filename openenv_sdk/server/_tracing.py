@@ -16,8 +16,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .. import tracing
 
 if TYPE_CHECKING:
-    from ._app import ServerState
     from ._session import Session
+    from ._state import ServerState
 
 __all__ = ["TracingMiddleware", "handle_traced"]
 

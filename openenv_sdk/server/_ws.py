@@ -24,8 +24,8 @@ from ._protocol import ProtocolError
 from ._tracing import handle_traced
 
 if TYPE_CHECKING:
-    from ._app import ServerState
     from ._session import Session
+    from ._state import ServerState
 
 logger = logging.getLogger("openenv_sdk.server")
 
