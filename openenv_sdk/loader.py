@@ -1,4 +1,8 @@
-"""Loading an environment folder: its manifest and its environment class (or OpenEnv app)."""
+"""Loading an environment folder: its manifest, its environment class (or OpenEnv app), its grader.
+
+The one loader of a folder: `openenv serve`, `openenv validate` (`checks.EnvFolder`), `openenv
+eval` and the trainers import what a manifest names through `import_ref` here.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from .environment import Environment
 from .errors import ManifestError
 from .manifest import Manifest, load_manifest
 
-__all__ = ["LoadedEnvironment", "import_ref", "load_environment"]
+__all__ = ["LoadedEnvironment", "import_ref", "load_environment", "load_grader"]
 
 
 @dataclass(frozen=True)
@@ -101,3 +105,23 @@ def load_environment(path: str | Path) -> LoadedEnvironment:
         f"{folder / 'openenv.yaml'}: names nothing to serve: set `environment: module:Class` "
         f"(an openenv_sdk.Environment subclass) or OpenEnv's `app: module:app`"
     )
+
+
+def load_grader(path: str | Path) -> Any | None:
+    """The host-side grader that `openenv.yaml` in `path` names (`grader: module:attribute`).
+
+    A class (a `Grader` subclass) is instantiated; a Rubric instance or a reward function is
+    returned as it is (the SDK's `grade` takes each).
+
+    Returns:
+        The grader, or None when the manifest names no `grader:`.
+
+    Raises:
+        ManifestError: the manifest is invalid, or the grader's import fails.
+    """
+    folder = Path(path).resolve()
+    manifest = load_manifest(folder)
+    if not manifest.grader:
+        return None
+    grader = import_ref(folder, manifest.grader, what="grader")
+    return grader() if isinstance(grader, type) else grader

@@ -8,7 +8,6 @@ its tools and the grader. Runtime checks speak the protocol to a running server
 """
 
 from ._check_env import EnvCheckWarning, check_env
-from ._local import DEFAULT_STARTUP_TIMEOUT_S, LocalServer, free_port
 from ._result import CheckResult, CheckStatus, Severity, ValidationReport
 from ._runtime import (
     DEFAULT_REQUEST_TIMEOUT_S,
@@ -53,7 +52,7 @@ from ._static import (
     run_class_checks,
     run_static_checks,
 )
-from ._validate import validate_image, validate_path, validate_url
+from ._validate import DEFAULT_STARTUP_TIMEOUT_S, free_port, validate_image, validate_path, validate_url
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT_S",
@@ -67,7 +66,6 @@ __all__ = [
     "EnvClass",
     "EnvFolder",
     "EnvTarget",
-    "LocalServer",
     "RuntimeProbe",
     "SampleError",
     "Severity",

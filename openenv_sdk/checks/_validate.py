@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProviderError
-from ._local import DEFAULT_STARTUP_TIMEOUT_S, LocalServer
+from ..providers.local import LocalProcessProvider, free_port
 from ._result import CheckResult, ValidationReport
 from ._runtime import DEFAULT_REQUEST_TIMEOUT_S, RuntimeProbe, run_runtime_checks
 from ._static import EnvFolder, run_static_checks
 
-__all__ = ["validate_image", "validate_path", "validate_url"]
+__all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "free_port", "validate_image", "validate_path", "validate_url"]
+
+DEFAULT_STARTUP_TIMEOUT_S = 30.0
+"""How long `validate_path` waits for the folder's server to answer `/health`, in seconds."""
 
 OnResult = Callable[[CheckResult], None]
 
@@ -35,8 +38,10 @@ def validate_path(
 ) -> ValidationReport:
     """Check an environment folder: statically, then (with `runtime`) by serving it locally.
 
-    The runtime checks start `openenv serve PATH` on a free loopback port, run the protocol
-    checks against it, and always stop it. They are skipped when the folder cannot be served.
+    The runtime checks start `openenv serve PATH` on a free loopback port (the
+    `LocalProcessProvider` that serves folders everywhere else, open: no orchestrator token),
+    run the protocol checks against it, and always stop it. They are skipped when the folder
+    cannot be served.
 
     Args:
         path: the environment folder.
@@ -58,18 +63,20 @@ def validate_path(
                                            message="skipped: the folder cannot be served (see the failures above)")]),
                  on_result)
         return report
-    server = LocalServer(path, startup_timeout_s=startup_timeout_s)
-    _run_against(report, lambda: _local(server), strict_extensions=ours, timeout_s=timeout_s,
+    provider = LocalProcessProvider(path, startup_timeout_s=startup_timeout_s, orchestrator_token=False,
+                                    extra_args=("--workers", "1"))
+    _run_against(report, lambda: _local(provider), strict_extensions=ours, timeout_s=timeout_s,
                  what="openenv serve", on_result=on_result,
                  fix=f"Run `openenv serve {path}` to see the server's own error")
     return report
 
 
 @contextlib.contextmanager
-def _local(server: LocalServer) -> Iterator[str]:
-    with server:
-        assert server.base_url is not None
-        yield server.base_url
+def _local(provider: LocalProcessProvider) -> Iterator[str]:
+    with provider:
+        if provider.base_url is None:
+            raise ProviderError(f"{provider!r} started without a URL")
+        yield provider.base_url
 
 
 def validate_url(

@@ -186,8 +186,9 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
             env_dir: an environment folder to serve locally (`openenv serve ENV_DIR` in a
                 subprocess on a free loopback port), stopped when the client closes.
             image: an environment image to run with `DockerProvider`, stopped on close.
-            provider: any object with `start() -> base_url`, `stop()` and `is_alive()`; the
-                client starts it when it opens and stops it when it closes.
+            provider: a `Provider` (`start() -> base_url`, `stop()`, `is_alive()`, and
+                `logs_tail()` quoted when the server dies); the client starts it when it opens
+                and stops it when it closes.
             env_cls: the environment class whose models type observations and states
                 (instead of `EnvClient[MyAction, MyObservation, MyState]`).
             timeout_s: the longest wait for one reply, in seconds.
@@ -330,13 +331,10 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         if alive:
             return ""
         note = f" The server ({type(provider).__name__}) is not running"
-        tail_fn = getattr(provider, "logs_tail", None)
-        tail: list[str] = []
-        if callable(tail_fn):
-            try:
-                tail = list(tail_fn())
-            except Exception:
-                tail = []
+        try:
+            tail = list(provider.logs_tail())
+        except Exception:  # as above: the provider's own failure must not hide the original error
+            tail = []
         note += "; its last output:\n" + "\n".join(tail[-20:]) if tail else "."
         return note + "\nStart a fresh one with client.restart()."
 

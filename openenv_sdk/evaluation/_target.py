@@ -31,26 +31,24 @@ def load_grader(ref: str | Path) -> Any:
     Raises:
         ManifestError: the folder's manifest is invalid or names no grader, or the import fails.
     """
-    from ..loader import import_ref
-    from ..manifest import load_manifest
+    from ..loader import load_grader
 
     path = Path(ref)
     if path.is_dir():
         folder = path.resolve()
-        manifest = load_manifest(folder)
-        if not manifest.grader:
+        loaded = load_grader(folder)
+        if loaded is None:
             raise ManifestError(f"{folder / 'openenv.yaml'} names no `grader:`: add one, or pass --grader module:attribute")
-        grader = import_ref(folder, manifest.grader, what="grader")
-    else:
-        module_name, _, attribute = str(ref).partition(":")
-        if not module_name or not attribute:
-            raise ManifestError(f"a grader is an environment folder or `module:attribute`, got {str(ref)!r}")
-        if str(Path.cwd()) not in sys.path:
-            sys.path.insert(0, str(Path.cwd()))
-        try:
-            grader = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as e:
-            raise ManifestError(f"cannot import the grader {str(ref)!r}: {type(e).__name__}: {e}") from e
+        return loaded
+    module_name, _, attribute = str(ref).partition(":")
+    if not module_name or not attribute:
+        raise ManifestError(f"a grader is an environment folder or `module:attribute`, got {str(ref)!r}")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        grader = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as e:
+        raise ManifestError(f"cannot import the grader {str(ref)!r}: {type(e).__name__}: {e}") from e
     return grader() if isinstance(grader, type) else grader
 
 

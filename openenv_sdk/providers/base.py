@@ -15,7 +15,9 @@ __all__ = ["OrchestratorTokenHolder", "Provider"]
 class Provider(Protocol):
     """Starts and stops one environment server.
 
-    Subclass it to get the context manager (`__enter__` starts, `__exit__` stops).
+    Subclass it to get the context manager (`__enter__` starts, `__exit__` stops) and the
+    defaults of the optional members (`logs_tail`, `host_address`); a new provider overrides
+    what it can tell, and every caller reads these members directly.
     """
 
     def start(self) -> str:
@@ -35,6 +37,19 @@ class Provider(Protocol):
     def is_alive(self) -> bool:
         """Whether the server's process is still running (not whether it answers)."""
         ...
+
+    def logs_tail(self, lines: int = 40) -> list[str]:
+        """The server's last `lines` lines of output, newest last, for error messages (a client
+        quotes them when the server dies under it). The default, for a provider that cannot read
+        its server's output (a remote Space), is no lines."""
+        return []
+
+    @property
+    def host_address(self) -> str | None:
+        """The address at which the server's processes reach this host (a trainer's interception
+        server listens there): loopback for a local process, the container network's gateway
+        for a container. The default, for a provider that does not know, is `None`."""
+        return None
 
     def __enter__(self) -> Self:
         self.start()

@@ -28,7 +28,7 @@ from ..types import ORCHESTRATOR_TOKEN_VAR
 from .base import Provider
 from .health import wait_for_health
 
-__all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "LocalProcessProvider"]
+__all__ = ["DEFAULT_STARTUP_TIMEOUT_S", "LocalProcessProvider", "free_port"]
 
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 _LOG_TAIL_LINES = 40
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     _Finalizer = weakref.finalize[[subprocess.Popen[bytes], IO[bytes], float], "LocalProcessProvider"]
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on `host` that is free now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
@@ -196,7 +197,7 @@ class LocalProcessProvider(Provider):
         if not (folder / "openenv.yaml").is_file():
             what = "does not exist" if not folder.exists() else "has no openenv.yaml"
             raise ProviderError(f"Cannot serve {folder}: the folder {what}")
-        port = self._port if self._port is not None else _free_port(self.host)
+        port = self._port if self._port is not None else free_port(self.host)
         command = [
             self._python,
             "-m",

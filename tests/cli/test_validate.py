@@ -282,7 +282,9 @@ def test_a_server_that_cannot_start_is_reported_with_its_output(tmp_path: Path) 
                       source="raise RuntimeError('no GPU here')\n")
     report = validate_path(folder, startup_timeout_s=30)
     start = next(c for c in report.checks if c.name == "server.start")
-    assert start.status == "fail" and start.message.startswith("`openenv serve` exited with status 1")
+    # the LocalProcessProvider's own error: validate serves folders as everything else does
+    assert start.status == "fail"
+    assert start.message.startswith(f"openenv serve {folder.resolve()} exited with code 1 before it became healthy")
     assert "no GPU here" in start.message
     assert start.fix == f"Run `openenv serve {folder}` to see the server's own error"
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
 from openenv_sdk.errors import ClientStateError
+from openenv_sdk.providers.base import Provider
 from openenv_sdk.rubric import Rubric
 
 __all__ = ["EnvSource", "SessionPool", "load_grader"]
@@ -50,15 +51,13 @@ def load_grader(env_dir: str | Path) -> Rubric | Any:
         ValueError: the manifest names no grader.
         openenv_sdk.errors.ManifestError: the manifest is invalid or the import fails.
     """
-    from openenv_sdk.loader import import_ref
-    from openenv_sdk.manifest import load_manifest
+    from openenv_sdk.loader import load_grader
 
     folder = Path(env_dir).resolve()
-    manifest = load_manifest(folder)
-    if not manifest.grader:
+    grader = load_grader(folder)
+    if grader is None:
         raise ValueError(f"{folder / 'openenv.yaml'} names no `grader:`; pass a rubric explicitly")
-    grader = import_ref(folder, manifest.grader, what="grader")
-    return grader() if isinstance(grader, type) else grader
+    return grader
 
 
 class EnvSource:
@@ -142,6 +141,13 @@ class EnvSource:
         else the one given; `None` for a fleet (many servers)."""
         url = getattr(self.provider, "base_url", None)
         return str(url).rstrip("/") if url else self._base_url
+
+    @property
+    def host_address(self) -> str | None:
+        """Where the server's processes reach this host (the provider's `host_address`); `None`
+        for a server given by URL (or a fleet), whose network this source does not know."""
+        provider = self.provider
+        return provider.host_address if isinstance(provider, Provider) else None
 
     @property
     def node(self) -> str | None:

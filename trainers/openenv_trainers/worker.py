@@ -532,7 +532,7 @@ class EnvRolloutWorker:
                     extra: dict[str, Any] = {}
                     if self.episode_runner is not None:
                         runner = self.episode_runner
-                        extra["host_address"] = getattr(state.source.provider, "host_address", None)
+                        extra["host_address"] = state.source.host_address
                     result = await asyncio.wait_for(
                         runner(
                             session,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from openenv_sdk.agents import BUILTIN_AGENT, AgentLaunch, AgentRun, AgentSpec
+from openenv_sdk.providers.base import Provider
 from openenv_sdk.rubric import agrade
 
 from ..accounting import TokenLedger
@@ -215,8 +216,8 @@ def _same(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> boo
 def _host_address(session: Any, config: AgentEpisodeConfig) -> str:
     if config.host_address:
         return config.host_address
-    provider = getattr(session, "provider", None)
-    address = getattr(provider, "host_address", None)
+    provider = getattr(session, "provider", None)  # a client made with a provider has one
+    address = provider.host_address if isinstance(provider, Provider) else None
     return str(address) if address else "127.0.0.1"
 
 
