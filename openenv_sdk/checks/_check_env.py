@@ -90,17 +90,12 @@ def check_env(
                          fix="Serve the class with create_app and openenv_sdk.testing.serve_app to see the error")
     for result in report.checks:
         if result.status == "warn":
-            warnings.warn(_line(result), EnvCheckWarning, stacklevel=2)
+            warnings.warn(result.line(), EnvCheckWarning, stacklevel=2)
     failed = [result for result in report.checks if result.fatal]
     if failed:
-        lines = "\n".join(f"  - {_line(result)}" for result in failed)
+        lines = "\n".join(f"  - {result.line()}" for result in failed)
         raise EnvCheckError(f"{label} breaks {len(failed)} rule(s):\n{lines}", report=report)
     return report
-
-
-def _line(result: CheckResult) -> str:
-    fix = f" Fix: {result.fix}" if result.fix else ""
-    return f"{result.name}: {result.message}.{fix}"
 
 
 @contextlib.contextmanager

@@ -42,6 +42,11 @@ class CheckResult(BaseModel):
         """True when this result fails the validation."""
         return self.status == "fail"
 
+    def line(self) -> str:
+        """`name: message. Fix: fix`, one line, as errors and warnings quote a rule."""
+        fix = f" Fix: {self.fix}" if self.fix else ""
+        return f"{self.name}: {self.message}.{fix}"
+
 
 class ValidationReport(BaseModel):
     """Every check run against one target, and the verdict."""

@@ -19,7 +19,7 @@ from starlette.websockets import WebSocket
 
 from .. import tracing
 from ..environment import Environment
-from ..errors import EnvironmentDefinitionError
+from ..errors import EnvCheckError, EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
 from ._auth import OrchestratorAuthMiddleware, RequestIdMiddleware, take_token_from_environ
 from ._config import ServerConfig
@@ -36,6 +36,8 @@ from ._tracing import TracingMiddleware
 from ._ws import serve_websocket
 
 __all__ = ["create_app", "uvicorn_limits"]
+
+logger = logging.getLogger("openenv_sdk.server")
 
 
 def uvicorn_limits(config: ServerConfig) -> dict[str, Any]:
@@ -95,10 +97,12 @@ def create_app(
         readme: shown as `readme_content` in `/metadata`.
 
     Raises:
-        EnvironmentDefinitionError: `env` is not an `Environment` subclass.
+        EnvironmentDefinitionError: `env` is not an `Environment` subclass, or breaks a rule
+            of `openenv validate` about the class (`EnvCheckError`, naming each rule and its fix).
     """
     if not (isinstance(env, type) and issubclass(env, Environment)):
         raise EnvironmentDefinitionError(f"create_app needs an Environment subclass, got {env!r}")
+    _check_class(env)
     config = config or ServerConfig()
     from_environ = take_token_from_environ()  # removed either way: no child process inherits it
     if config.orchestrator_token is None and from_environ:
@@ -188,3 +192,23 @@ def _request_validation_error(request: Request, exc: Exception) -> JSONResponse:
         where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
         error = ProtocolError(ErrorCode.VALIDATION_ERROR, f"Invalid request: {where}", details={"errors": errors})
     return JSONResponse(status_code=error.http_status, content={"detail": error.payload()})
+
+
+def _check_class(env: type[Environment[Any, Any, Any]]) -> None:
+    """The class rules `openenv validate` and `check_env` run (one rule set): a failed one stops
+    the server before it serves anything; advice is logged."""
+    # imported here: the checks serve classes through this module
+    from ..checks._result import ValidationReport
+    from ..checks._static import EnvClass, run_class_checks
+
+    label = f"{env.__module__}.{env.__qualname__}"
+    report = ValidationReport(target=label, kind="class", checks=list(run_class_checks(EnvClass(env))))
+    results = report.checks
+    for result in results:
+        if result.status == "warn":
+            logger.warning("%s", result.line())
+    failed = [r for r in results if r.fatal]
+    if failed:
+        lines = "\n".join(f"  - {r.line()}" for r in failed)
+        raise EnvCheckError(f"create_app: {label} breaks {len(failed)} rule(s):\n{lines}", report=report)
+

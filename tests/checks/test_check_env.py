@@ -168,3 +168,24 @@ def test_duplicate_task_ids_fail() -> None:
 def test_timeouts_must_be_positive(option: str) -> None:
     with pytest.raises(ValueError, match=f"{option} must be positive, got 0"):
         check_env(ProbeEnv, **{option: 0})
+
+
+# --- create_app runs the same class rules ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("env_cls", "rule"), [(Inert, "environment.step"), (BrokenTasks, "environment.tasks")])
+def test_create_app_refuses_a_class_that_breaks_a_rule(env_cls: type, rule: str) -> None:
+    with pytest.raises(EnvCheckError) as caught:
+        create_app(env_cls)
+    assert failed(caught.value) == [rule]
+    assert str(caught.value).startswith(f"create_app: {__name__}.{env_cls.__qualname__} breaks 1 rule(s):\n  - {rule}: ")
+
+
+def test_create_app_logs_advice_and_serves(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="openenv_sdk.server"):
+        app = create_app(ToolWithoutDocstring)
+    assert app is not None
+    assert [r.getMessage() for r in caplog.records if r.name == "openenv_sdk.server"] == [
+        "tools.descriptions: tool(s) without a description: shout. Fix: Give each tool a docstring "
+        "(its first paragraph is the description; `Args:` documents parameters)"
+    ]

@@ -11,7 +11,17 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from openenv_sdk import AsyncEnvClient, EnvClient, Environment, InvalidActionError, ServerConfig, ServerError, create_app
+from openenv_sdk import (
+    Action,
+    AsyncEnvClient,
+    EnvClient,
+    Environment,
+    InvalidActionError,
+    Observation,
+    ServerConfig,
+    ServerError,
+    create_app,
+)
 from openenv_sdk.loader import load_environment
 from openenv_sdk.tasks import ServedTask, TaskIndex, TaskRecord, TaskSplit
 from openenv_sdk.testing import serve_app
@@ -28,7 +38,15 @@ RECORDS = [
 ]
 
 
-class HarborNamedEnvironment(Environment):
+class _Playable(Environment):
+    """An environment with a step (create_app refuses one that can do nothing); these tests are
+    about its tasks."""
+
+    def step(self, action: Action) -> Observation:
+        return Observation(done=True)
+
+
+class HarborNamedEnvironment(_Playable):
     """Five tasks in two splits, under the name OpenEnv's Task API client expects."""
 
     name = "harbor_env"
@@ -40,16 +58,20 @@ class HarborNamedEnvironment(Environment):
         return RECORDS
 
 
-class NoTasksEnvironment(Environment):
+class NoTasksEnvironment(_Playable):
     """Declares no tasks."""
 
 
-class BrokenTasksEnvironment(Environment):
-    """Its task list cannot be read."""
+class BrokenTasksEnvironment(_Playable):
+    """Its task list cannot be read once the server runs (create_app reads it at the start)."""
+
+    broken: ClassVar[bool] = False
 
     @classmethod
     def tasks(cls) -> list[TaskRecord]:
-        raise OSError("tasks/ is missing")
+        if cls.broken:
+            raise OSError("tasks/ is missing")
+        return []
 
 
 @pytest.fixture
@@ -147,8 +169,10 @@ def test_an_environment_without_tasks_has_no_splits() -> None:
             env.tasks("train")
 
 
-def test_a_failing_tasks_hook_is_an_execution_error_and_the_server_goes_on() -> None:
-    with serve_app(create_app(BrokenTasksEnvironment)) as base_url, EnvClient(base_url) as env:
+def test_a_failing_tasks_hook_is_an_execution_error_and_the_server_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = create_app(BrokenTasksEnvironment)
+    monkeypatch.setattr(BrokenTasksEnvironment, "broken", True)
+    with serve_app(app) as base_url, EnvClient(base_url) as env:
         with pytest.raises(ServerError, match=r"BrokenTasksEnvironment\.tasks\(\) failed: OSError: tasks/ is missing"):
             env.splits()
         assert httpx.get(f"{base_url}/health").status_code == 200
@@ -200,7 +224,7 @@ def test_a_task_starts_with_its_reset_kwargs() -> None:
         assert env.state().task_id == 1000
 
 
-class OpenEnvStyleEnvironment(Environment):
+class OpenEnvStyleEnvironment(_Playable):
     """Written for OpenEnv: TaskProvider instance methods, one of them async."""
 
     closed: ClassVar[int] = 0
@@ -228,4 +252,5 @@ def test_openenv_task_provider_methods_are_served() -> None:
         assert env.task("d1").model_dump() == {
             "id": "d1", "split": "dev", "reset_kwargs": {"split": "dev", "index": 0}, "question": "3+3", "index": 0
         }  # fmt: skip
-    assert OpenEnvStyleEnvironment.closed == 2  # the instance the tasks were read from, and the session's
+    # create_app's rule check, the instance the served tasks were read from, and the session's
+    assert OpenEnvStyleEnvironment.closed == 3
