@@ -302,7 +302,8 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 max_size=self._max_message_bytes,
                 additional_headers=self._auth_headers(),
             )
-        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as e:
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI, ConnectionClosed) as e:
+            # ConnectionClosed: the server went away during the opening handshake
             raise TransportError(self._unreachable_text(e)) from e
         self._conn = conn
         self._send_ids = True

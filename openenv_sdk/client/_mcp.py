@@ -204,5 +204,17 @@ class LoopThread:
     def close(self, timeout_s: float) -> None:
         if self._loop.is_closed():
             return
+
+        async def unwind() -> None:
+            # what asyncio.run does at its end: cancel what still runs (an MCP stream, a call
+            # given up on) and let it unwind, so that its sockets are closed, not left to the GC
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=timeout_s)
+
+        with contextlib.suppress(Exception):  # closing goes on whatever the tasks do
+            asyncio.run_coroutine_threadsafe(unwind(), self._loop).result(timeout_s + 1.0)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout_s)

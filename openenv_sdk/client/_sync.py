@@ -348,7 +348,8 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 additional_headers=self._auth_headers(),
                 legacy=True,
             )
-        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as e:
+        except (OSError, TimeoutError, InvalidHandshake, InvalidURI, ConnectionClosed) as e:
+            # ConnectionClosed: the server went away during the opening handshake
             raise TransportError(self._unreachable_text(e)) from e
         self._conn = conn
         self._send_ids = True

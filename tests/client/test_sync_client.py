@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -293,3 +293,40 @@ def test_default_timeouts_are_finite() -> None:
     assert config.tool_timeout_s > 0
     assert 0 < openenv_sdk.client.DEFAULT_TIMEOUT_S < float("inf")
     assert 0 < openenv_sdk.client.DEFAULT_CONNECT_TIMEOUT_S < float("inf")
+
+
+@pytest.fixture
+def resetting_port() -> Iterator[int]:
+    """A TCP port whose server resets every connection at once, mid-handshake (a node lost)."""
+    import socket
+    import struct
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST, not FIN
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(5)
+    listener.close()
+
+
+def test_a_connection_reset_during_the_handshake_is_a_transport_error(resetting_port: int, echo_module: ModuleType) -> None:
+    # seen when a Ray node died: websockets raised ConnectionClosedError out of connect()
+    for _ in range(5):  # the reset lands before, during or after the request is written
+        env = EnvClient(f"http://127.0.0.1:{resetting_port}", env_cls=echo_module.EchoEnvironment, connect_timeout_s=2)
+        with pytest.raises(TransportError, match=f"Could not connect to ws://127.0.0.1:{resetting_port}/ws"):
+            env.reset()
+        env.close()
