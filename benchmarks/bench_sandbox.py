@@ -95,11 +95,16 @@ def markdown(summary: dict[str, dict[str, float]], runs: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+BEGIN, END = "<!-- bench_sandbox: begin -->", "<!-- bench_sandbox: end -->"
+
+
 def write_docs(section: str) -> None:
+    # between markers: bench_echo.py --write-docs rewrites the page and keeps marked sections
     path = REPO / "docs" / "benchmarks.md"
     text = path.read_text(encoding="utf-8")
-    pattern = re.compile(r"^## Sandbox\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    marked = f"{BEGIN}\n{section.rstrip()}\n{END}"
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    text = pattern.sub(lambda _: marked, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + marked + "\n"
     path.write_text(text, encoding="utf-8")
 
 
