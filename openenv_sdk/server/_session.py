@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import difflib
 import functools
@@ -37,8 +36,10 @@ from ._outcome import ToolOutcome
 from ._protocol import ProtocolError
 from ._worker import (
     AbandonedCalls,
+    Call,
     CallRunner,
     EnvironmentAborted,
+    LoopHandoff,
     SessionLane,
     SessionWorker,
     WorkerPool,
@@ -147,7 +148,7 @@ class Session:
         self.created_at = self.last_active = time.monotonic()
         self._lock: asyncio.Lock | None = None
         self._worker: CallRunner | None = None
-        self._hung: concurrent.futures.Future[Any] | None = None
+        self._hung: Call | None = None
         self._hung_what = ""
         self._manager = manager
         self.on_reap: Callable[[], Awaitable[None]] | None = None
@@ -172,7 +173,7 @@ class Session:
     @property
     def busy(self) -> bool:
         """Whether a call that timed out (or whose caller went away) still runs on this session's thread."""
-        if self._hung is not None and self._hung.done():
+        if self._hung is not None and self._hung.finished:
             self._hung = None
         return self._hung is not None
 
@@ -215,23 +216,27 @@ class Session:
                 self._worker = SessionWorker(f"openenv-{self.id[:8]}")
             else:  # no thread held between calls: 10,000 sessions need not hold 10,000 threads
                 self._worker = SessionLane(self._manager.workers)
-        future = self._worker.submit(fn, *args, **kwargs)
-        waiter = asyncio.wrap_future(future)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        call = Call(fn, args, kwargs, future, self._manager.handoff(loop))
+        self._worker.start(call)
+        timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, future)
         try:
-            done, _ = await asyncio.wait({waiter}, timeout=timeout_s)
+            return await future
+        except _Expired:
+            self._abandon(call, f"{what}, which timed out after {timeout_s:g} s")
+            raise TimeoutError(what) from None
         except asyncio.CancelledError:
-            if not future.done():
-                self._abandon(future, waiter, f"{what}, whose caller went away")
+            if not call.finished:
+                self._abandon(call, f"{what}, whose caller went away")
             raise
-        if not done:
-            self._abandon(future, waiter, f"{what}, which timed out after {timeout_s:g} s")
-            raise TimeoutError(what)
-        return waiter.result()
+        finally:
+            if timer is not None:
+                timer.cancel()
 
-    def _abandon(self, future: concurrent.futures.Future[Any], waiter: asyncio.Future[Any], what: str) -> None:
-        waiter.add_done_callback(_consume)
-        self._hung, self._hung_what = future, what
-        self._manager.abandoned.add(future)
+    def _abandon(self, call: Call, what: str) -> None:
+        self._hung, self._hung_what = call, what
+        self._manager.abandoned.add(call)
         logger.warning("session %s: %s; the session is busy until it ends", self.id[:8], what)
 
     def touch(self) -> None:
@@ -469,6 +474,15 @@ class Session:
                 worker.shutdown()
 
 
+class _Expired(Exception):
+    """A blocking call's timer ran out before its thread answered (never leaves `Session._run`)."""
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(_Expired())
+
+
 def _consume(future: Any) -> None:
     """Read a left-behind future's outcome, so that asyncio does not log it as never retrieved."""
     if not future.cancelled():
@@ -638,6 +652,7 @@ class SessionManager:
         self.abandoned = AbandonedCalls(max_abandoned_threads)
         self.workers = WorkerPool()
         """The threads that run sessions' blocking sync calls (but `THREAD_AFFINITY` sessions')."""
+        self._handoff: LoopHandoff | None = None
         self._reaper: asyncio.Task[None] | None = None
         self.observer: SessionObserver | None = None
         """Told of sessions opened and closed and of every call (the server's metrics)."""
@@ -645,6 +660,13 @@ class SessionManager:
     @property
     def active(self) -> int:
         return len(self.sessions)
+
+    def handoff(self, loop: asyncio.AbstractEventLoop) -> LoopHandoff:
+        """The way back to `loop` for results of calls run on worker threads."""
+        handoff = self._handoff
+        if handoff is None or handoff.loop is not loop:
+            handoff = self._handoff = LoopHandoff(loop)
+        return handoff
 
     @property
     def unreset(self) -> int:

@@ -11,6 +11,9 @@
   `KeyboardInterrupt`, `GeneratorExit`, a stray `CancelledError`) becomes `EnvironmentAborted`,
   a plain `Exception`, before it reaches an asyncio task (where `SystemExit` would stop the
   event loop) or a thread (where it would end the thread silently).
+- The event loop hands a call to a thread as a `Call` and gets its result back through the
+  loop's `LoopHandoff`: calls that end while the loop is busy come back in one wake-up, and no
+  `concurrent.futures.Future` (a lock and a condition each) is made per call.
 - `AbandonedCalls` counts the calls that timed out and still run on their thread, so that the
   server can bound them.
 """
@@ -20,16 +23,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import itertools
 import queue
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 __all__ = [
     "AbandonedCalls",
+    "Call",
     "CallRunner",
     "EnvironmentAborted",
+    "LoopHandoff",
     "SessionLane",
     "SessionWorker",
     "WorkerPool",
@@ -84,22 +91,133 @@ async def guard_async(awaitable: Awaitable[Any]) -> Any:
 
 _STOP = object()
 
-_Job = tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+class LoopHandoff:
+    """Results of calls that ran on worker threads, handed to one event loop in batches.
+
+    `call_soon_threadsafe` per result would wake the loop (a write to its self-pipe) once per
+    call; here the first result of a batch schedules one `_deliver` and the results that end
+    before it runs ride along. No lock: a deque's append and popleft are atomic, and `_deliver`
+    clears the flag before it drains, so a result is either drained or schedules a new
+    `_deliver` (two threads that both see the flag down schedule one extra, empty, `_deliver`).
+    A lock here was contended by the loop and the threads once per call.
+    """
+
+    __slots__ = ("loop", "_ready", "_scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._ready: collections.deque[tuple[asyncio.Future[Any], bool, Any]] = collections.deque()
+        self._scheduled = False
+
+    def put(self, future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+        """From any thread: settle `future` with `value` (a result, or the exception when not `ok`)."""
+        self._ready.append((future, ok, value))
+        if self._scheduled:
+            return
+        self._scheduled = True
+        try:
+            self.loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    def _deliver(self) -> None:
+        self._scheduled = False
+        ready = self._ready
+        while ready:
+            future, ok, value = ready.popleft()
+            if future.done():  # its caller went away (cancelled) or gave up (timed out)
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
 
-def _run_job(job: _Job) -> None:
-    """Run one call into its future; nothing it raises escapes (the thread goes on)."""
-    future, fn, args, kwargs = job
-    if not future.set_running_or_notify_cancel():
-        return
-    try:
-        value = fn(*args, **kwargs)
-    except Exception as e:
-        future.set_exception(e)
-    except BaseException as e:  # SystemExit would end this thread silently
-        future.set_exception(EnvironmentAborted(e))
-    else:
-        future.set_result(value)
+_FINISH_LOCK = threading.Lock()  # taken only by calls that someone watches (abandoned ones)
+
+
+class Call:
+    """One sync call into environment code, run on a worker thread; its outcome settles an
+    asyncio future on the loop through a `LoopHandoff`. `finished` turns true when the code
+    has returned (a call that timed out may run on long after its future was settled)."""
+
+    __slots__ = ("_fn", "_args", "_kwargs", "_future", "_handoff", "finished", "_watchers")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        future: asyncio.Future[Any],
+        handoff: LoopHandoff,
+    ) -> None:
+        self._fn: Callable[..., Any] | None = fn
+        self._args = args
+        self._kwargs = kwargs
+        self._future = future
+        self._handoff = handoff
+        self.finished = False
+        self._watchers: list[Callable[[Call], None]] | None = None
+
+    def run(self) -> None:
+        """On a worker thread: run the code; nothing it raises escapes (the thread goes on)."""
+        fn, self._fn = self._fn, None
+        if fn is None:
+            return
+        try:
+            value, ok = fn(*self._args, **self._kwargs), True
+        except Exception as e:
+            value, ok = e, False
+        except BaseException as e:  # SystemExit would end this thread silently
+            value, ok = EnvironmentAborted(e), False
+        self._args, self._kwargs = (), {}
+        self._handoff.put(self._future, ok, value)
+        del value
+        if self._watchers is None:
+            self.finished = True
+            if self._watchers is None:  # nobody began watching meanwhile
+                return
+        with _FINISH_LOCK:
+            self.finished = True
+            watchers, self._watchers = self._watchers, None
+        for watcher in watchers or ():
+            watcher(self)
+
+    def when_finished(self, watcher: Callable[[Call], None]) -> None:
+        """Call `watcher(call)` once the code has returned (at once when it already has)."""
+        with _FINISH_LOCK:
+            if not self.finished:
+                self._watchers = [*(self._watchers or ()), watcher]
+                return
+        watcher(self)
+
+
+class _FutureJob:
+    """A call whose outcome goes into a `concurrent.futures.Future` (the rarer paths: `close()`
+    behind a hung call, and callers off the loop)."""
+
+    __slots__ = ("future", "fn", "args", "kwargs")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+    def run(self) -> None:
+        """Run the call into its future; nothing it raises escapes (the thread goes on)."""
+        if not self.future.set_running_or_notify_cancel():
+            return
+        try:
+            value = self.fn(*self.args, **self.kwargs)
+        except Exception as e:
+            self.future.set_exception(e)
+        except BaseException as e:  # SystemExit would end this thread silently
+            self.future.set_exception(EnvironmentAborted(e))
+        else:
+            self.future.set_result(value)
+
+
+_Job = Call | _FutureJob
 
 
 class CallRunner(Protocol):
@@ -107,6 +225,10 @@ class CallRunner(Protocol):
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         """Queue `fn(*args, **kwargs)` behind the session's earlier calls; its future."""
+        ...
+
+    def start(self, call: Call) -> None:
+        """Queue `call` behind the session's earlier calls (the event loop's path)."""
         ...
 
     def shutdown(self) -> None:
@@ -127,9 +249,12 @@ class SessionWorker:
         self._thread.start()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._queue.put((future, fn, args, kwargs))
-        return future
+        job = _FutureJob(fn, args, kwargs)
+        self._queue.put(job)
+        return job.future
+
+    def start(self, call: Call) -> None:
+        self._queue.put(call)
 
     def shutdown(self) -> None:
         """End the thread once the calls already submitted have run."""
@@ -143,37 +268,53 @@ class SessionWorker:
             item = self._queue.get()
             if item is _STOP:
                 return
-            _run_job(item)
+            item.run()
             del item
 
 
 class WorkerPool:
-    """Daemon threads shared by every session, started on demand.
+    """Daemon threads shared by every session, started on demand, taking tasks from one queue.
 
-    `run(task)` hands `task` to an idle thread, or starts a new thread when none is idle: a task
-    never waits for a busy thread, so one that hangs holds up nobody else. A thread that finishes
-    waits up to `idle_timeout_s` for the next task, and ends then, or at once when `max_idle`
-    threads already wait. So the threads alive are the tasks running plus at most `max_idle`.
-    Daemon threads, not a `ThreadPoolExecutor`'s: the interpreter's exit must not wait for a
-    task that hangs forever.
+    A task arriving when no thread waits for work starts a thread while fewer than
+    `min_threads` run; beyond that, only when no task has ended for `stall_s` (every thread is
+    on a call that hangs, or a slow one). So a task waits at most about `stall_s` behind calls
+    that hang, and under load a few threads run the queued calls back to back: each holds the
+    GIL for many short calls in a row, where a thread per call would pass the GIL back and forth
+    (and start threads) once per call. A thread that finds no task for `idle_timeout_s` ends,
+    and one that finishes a task ends at once when `max_idle` threads already wait. Daemon
+    threads, not a `ThreadPoolExecutor`'s: the interpreter's exit must not wait for a task that
+    hangs forever.
 
     Args:
         max_idle: the most threads kept waiting for work.
         idle_timeout_s: how long an idle thread waits for work before it ends.
+        min_threads: threads started without waiting for a stall.
+        stall_s: how long the queue may go without a task ending before another thread starts.
         name: the threads' name prefix.
     """
 
-    def __init__(self, *, max_idle: int = 16, idle_timeout_s: float = 10.0, name: str = "openenv-worker") -> None:
+    def __init__(
+        self,
+        *,
+        max_idle: int = 16,
+        idle_timeout_s: float = 10.0,
+        min_threads: int = 4,
+        stall_s: float = 0.05,
+        name: str = "openenv-worker",
+    ) -> None:
         self.max_idle = max_idle
         self.idle_timeout_s = idle_timeout_s
+        self.min_threads = min_threads
+        self.stall_s = stall_s
         self._name = name
         self._numbers = itertools.count(1)
         self._tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        # Threads waiting for a task less the tasks queued for them: > 0 means a task put on the
-        # queue now is taken at once.
-        self._idle = 0
         self._threads = 0
+        self._waiting = 0  # threads blocked on the queue
+        self._queued = 0  # tasks put and not yet taken
+        self._progress = time.monotonic()  # when a task last ended (or a thread last started)
+        self._watching = False  # the stall watcher runs
 
     @property
     def threads(self) -> int:
@@ -184,51 +325,93 @@ class WorkerPool:
     def run(self, task: Callable[[], None]) -> None:
         """Run `task()` on a thread of the pool (it must not raise)."""
         with self._lock:
-            if self._idle > 0:
-                self._idle -= 1
-                self._tasks.put(task)
-                return
-            self._threads += 1
+            self._queued += 1
+            start = self._needs_thread(time.monotonic())
+            watch = not start and self._queued > self._waiting and not self._watching
+            if watch:
+                self._watching = True
+        self._tasks.put(task)
+        if start:
+            self._start_thread()
+        if watch:
+            self._start_watcher()
+
+    def shutdown(self) -> None:
+        """End the idle threads now (running tasks finish; a later `run` starts threads again)."""
+        with self._lock:
+            idle = self._waiting - self._queued
+            self._queued += max(idle, 0)
+        for _ in range(idle):
+            self._tasks.put(_STOP)
+
+    def _needs_thread(self, now: float) -> bool:
+        """Under the lock: whether a queued task would wait for a busy thread, and may not; if so,
+        the thread is counted (and is progress: a burst starts one thread per `stall_s`)."""
+        if self._queued <= self._waiting:
+            return False
+        if self._threads >= self.min_threads and now - self._progress < self.stall_s:
+            return False
+        self._threads += 1
+        self._progress = now
+        return True
+
+    def _start_thread(self) -> None:
         name = f"{self._name}-{next(self._numbers)}"
-        thread = threading.Thread(target=self._loop, args=(task,), name=name, daemon=True)
         try:
-            thread.start()
+            threading.Thread(target=self._loop, name=name, daemon=True).start()
         except BaseException:  # RuntimeError: can't start new thread
             with self._lock:
                 self._threads -= 1
             raise
 
-    def shutdown(self) -> None:
-        """End the idle threads now (running tasks finish; a later `run` starts threads again)."""
-        with self._lock:
-            idle, self._idle = self._idle, 0
-        for _ in range(idle):
-            self._tasks.put(_STOP)
-
-    def _loop(self, task: Callable[[], None]) -> None:
-        while True:
-            task()
-            del task
+    def _start_watcher(self) -> None:
+        try:
+            threading.Thread(target=self._watch, name=f"{self._name}-watcher", daemon=True).start()
+        except BaseException:
             with self._lock:
-                if self._idle >= self.max_idle:
-                    self._threads -= 1
+                self._watching = False
+            raise
+
+    def _watch(self) -> None:
+        """While tasks wait for busy threads, start one more each time the queue stalls."""
+        while True:
+            time.sleep(self.stall_s)
+            with self._lock:
+                if self._queued <= self._waiting:
+                    self._watching = False
                     return
-                self._idle += 1
-            while True:
-                try:
-                    task = self._tasks.get(timeout=self.idle_timeout_s)
-                    break
-                except queue.Empty:
-                    with self._lock:
-                        if self._idle > 0:  # not counted on for a queued task: leave
-                            self._idle -= 1
-                            self._threads -= 1
-                            return
-                    # every idle thread has a task coming; this one is among them
+                start = self._needs_thread(time.monotonic())
+            if start:
+                with contextlib.suppress(RuntimeError):  # no thread now: the next tick tries again
+                    self._start_thread()
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                self._waiting += 1
+            try:
+                task = self._tasks.get(timeout=self.idle_timeout_s)
+            except queue.Empty:
+                with self._lock:
+                    self._waiting -= 1
+                    if self._queued <= self._waiting:  # nothing left for this thread to take
+                        self._threads -= 1
+                        return
+                continue
+            with self._lock:
+                self._waiting -= 1
+                self._queued -= 1
             if task is _STOP:
                 with self._lock:
                     self._threads -= 1
                 return
+            task()
+            del task
+            with self._lock:
+                self._progress = time.monotonic()
+                if self._waiting >= self.max_idle and self._queued <= self._waiting:
+                    self._threads -= 1
+                    return
 
 
 class SessionLane:
@@ -247,27 +430,29 @@ class SessionLane:
         self._running = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        job: _Job = (future, fn, args, kwargs)
+        job = _FutureJob(fn, args, kwargs)
+        self.start(job)
+        return job.future
+
+    def start(self, call: _Job) -> None:
         with self._lock:
             if self._running:
-                self._pending.append(job)
-                return future
+                self._pending.append(call)
+                return
             self._running = True
         try:
-            self._pool.run(lambda: self._drain(job))
+            self._pool.run(lambda: self._drain(call))
         except BaseException:
             with self._lock:
                 self._running = False
             raise
-        return future
 
     def shutdown(self) -> None:
         """Nothing to free: the lane's calls already submitted still run."""
 
     def _drain(self, job: _Job) -> None:
         while True:
-            _run_job(job)
+            job.run()
             with self._lock:
                 if not self._pending:
                     self._running = False
@@ -280,17 +465,17 @@ class AbandonedCalls:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._running: set[concurrent.futures.Future[Any]] = set()
+        self._running: set[Call] = set()
         self._lock = threading.Lock()
 
-    def add(self, future: concurrent.futures.Future[Any]) -> None:
+    def add(self, call: Call) -> None:
         with self._lock:
-            self._running.add(future)
-        future.add_done_callback(self._discard)
+            self._running.add(call)
+        call.when_finished(self._discard)
 
-    def _discard(self, future: concurrent.futures.Future[Any]) -> None:
+    def _discard(self, call: Call) -> None:
         with self._lock:
-            self._running.discard(future)
+            self._running.discard(call)
 
     @property
     def count(self) -> int:

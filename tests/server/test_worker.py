@@ -29,7 +29,8 @@ def test_threads_end_once_idle() -> None:
     pool = WorkerPool(max_idle=2, idle_timeout_s=0.2)
     release = threading.Event()
     futures = [SessionLane(pool).submit(release.wait, 30) for _ in range(6)]
-    assert pool.threads == 6
+    # min_threads (4) at once, then one more each time the queue stalls for stall_s
+    assert wait_until(lambda: pool.threads == 6, timeout_s=5)
     release.set()
     assert [f.result(timeout=5) for f in futures] == [True] * 6
     # beyond max_idle, threads end as their task does; the idle rest after idle_timeout_s
@@ -86,3 +87,26 @@ def test_a_base_exception_becomes_environment_aborted_and_the_thread_goes_on() -
         lane.submit(lambda: (_ for _ in ()).throw(ValueError("bad"))).result(timeout=5)
     assert lane.submit(lambda: "still here").result(timeout=5) == "still here"
     assert pool.threads == 1
+
+
+def test_a_task_behind_calls_that_hang_waits_about_stall_s() -> None:
+    pool = WorkerPool(min_threads=2, stall_s=0.05)
+    release = threading.Event()
+    hung = [SessionLane(pool).submit(release.wait, 30) for _ in range(2)]
+    try:
+        started = time.monotonic()
+        assert SessionLane(pool).submit(lambda: "answered").result(timeout=5) == "answered"
+        waited_s = time.monotonic() - started
+        assert 0.03 <= waited_s < 1.0, waited_s  # a stall (no task ended) started a third thread
+        assert pool.threads == 3
+        assert not any(f.done() for f in hung)
+    finally:
+        release.set()
+
+
+def test_a_burst_of_quick_calls_runs_on_a_few_threads() -> None:
+    # a thread per call would start up to one per lane; the queue lets a few threads run them all
+    pool = WorkerPool(min_threads=4, stall_s=0.05)
+    futures = [SessionLane(pool).submit(lambda i=i: i * 2) for i in range(2000)]
+    assert [f.result(timeout=10) for f in futures] == [i * 2 for i in range(2000)]
+    assert pool.threads <= 8, pool.threads
