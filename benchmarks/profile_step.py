@@ -94,10 +94,11 @@ STAGES = (
     ),
     Stage(
         "thread hop (BLOCKING environments: worker pool)",
-        ("WorkerPool.", "SessionLane.", "SessionWorker.", "_run_job (openenv_sdk", "wrap_future"),
+        ("WorkerPool.", "SessionLane.", "SessionWorker.", "Call.", "LoopHandoff.", "_FutureJob."),
         "A blocking environment's call crosses to a worker thread and back. It was one thread per "
-        "session (10,000 threads for 10,000 sessions); now one elastic pool: a call takes an idle "
-        "thread or starts one, and sessions between calls hold none.",
+        "session (10,000 threads for 10,000 sessions), then a thread per call in flight with a "
+        "concurrent Future each; now calls queue for a few threads that run them back to back, and "
+        "results return to the loop in batches (LoopHandoff), one wake-up for many.",
     ),
     Stage(
         "session bookkeeping (Session.step, decorators, lock)",
@@ -153,16 +154,21 @@ TAIL_NOTES = (
     "environment as served (`BLOCKING = False`). The growth seen after steps came from environments "
     "whose calls run off the event loop (`BLOCKING = True`, the default): each session started a "
     "thread of its own at its first call and kept it, 10,006 threads for 10,000 sessions (767 MiB "
-    "after the steps, against 637 MiB idle; 1,900 steps/s). Sessions now share one elastic pool: "
-    "a call takes an idle thread or starts one (so one that hangs never holds up another session, "
-    "`tests/security/test_server_robustness.py`), at most 16 idle threads stay, and a session "
-    "between calls holds no thread: 22 threads and 496 MiB after the same run, 2,772 steps/s "
-    "(measured one after the other on this machine; the table above has the same-run ratios). "
-    "Steps/s of a BLOCKING environment stay near OpenEnv's, whose calls also cross to a thread: "
-    "that hop (a wake-up of a worker thread, and of the event loop on the way back) is most of its "
-    "cost. Capping the pool so that a burst reuses threads instead of starting one per call "
-    "changed nothing measurable (3,012 and 3,214 steps/s against 3,191 and 3,103, interleaved "
-    "runs), so the pool stays uncapped. "
+    "after the steps, against 637 MiB idle; 1,900 steps/s). Sessions then shared a pool where a "
+    "call took an idle thread or started one: 22 threads and 496 MiB after the same run, but "
+    "~3,000 steps/s, about OpenEnv's. py-spy showed why: the event loop held the GIL ~99% of the "
+    "time, and per call it built a `concurrent.futures.Future` (a lock and a condition), chained "
+    "it to an asyncio future (`wrap_future`), waited with `asyncio.wait` (a timer, a waiter), was "
+    "woken once per result (`call_soon_threadsafe`), and started threads under load. Now the loop "
+    "hands over a `Call` that settles its asyncio future through a `LoopHandoff` (results that end "
+    "while the loop is busy come back in one wake-up), bounded by one `call_later` timer; and the "
+    "calls queue for a few threads that run them back to back, each holding the GIL for many "
+    "calls, another thread starting whenever the queue goes `stall_s` (50 ms) without a call "
+    "ending (so calls that hang still hold up nobody for long, "
+    "`tests/security/test_server_robustness.py`, `tests/server/test_worker.py`). BLOCKING echo, "
+    "one after the other on this machine: 3,300 -> 5,400-5,600 steps/s at 10,000 sessions, "
+    "6,400 -> 11,000-15,800 at 1,000 (the tables above have the same-run ratios). The hop still "
+    "costs the loop about twice the non-blocking step at 10,000 sessions. "
     "`THREAD_AFFINITY = True` keeps a thread per session for libraries that need one.",
 )
 

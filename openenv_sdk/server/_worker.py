@@ -1,10 +1,11 @@
 """Running environment code so that nothing it does can stop the server.
 
 - Blocking sync calls run off the event loop, one at a time per session, in order
-  (`SessionLane`), on the threads of one elastic pool (`WorkerPool`): a call takes an idle
-  thread or starts a new one, never waits for a busy one. A call that hangs holds its own thread
-  only; other sessions never wait behind it. Threads go as calls end (a few stay idle), so
-  10,000 sessions that are between calls hold no thread each.
+  (`SessionLane`), on the threads of one pool (`WorkerPool`) that take calls from one queue:
+  a few threads run quick calls back to back, and another starts whenever the queue goes
+  `stall_s` (50 ms) without a call ending. A call that hangs holds its own thread only; other
+  sessions wait behind it at most about `stall_s`. Threads go as calls end (a few stay idle),
+  so 10,000 sessions that are between calls hold no thread each.
 - An environment with `THREAD_AFFINITY` gets its own thread per session instead
   (`SessionWorker`), for libraries with thread-local state.
 - A `BaseException` that environment code raises (`SystemExit` from argparse, say,
