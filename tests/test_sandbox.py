@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import time
@@ -67,10 +68,12 @@ def test_memory_limit_stops_a_hog(workdir: Path) -> None:
 
 
 def test_background_children_are_killed_when_the_command_ends(workdir: Path) -> None:
-    result = run_command("sleep 300 & echo started", cwd=workdir, limits=SandboxLimits(timeout_s=10))
+    # a duration no other process has: `ps` lists the whole machine (containers' processes too)
+    marker = f"sleep {300 + secrets.randbelow(10**6) / 10**6:.6f}"
+    result = run_command(f"{marker} & echo started", cwd=workdir, limits=SandboxLimits(timeout_s=10))
     assert result.stdout == "started\n" and not result.timed_out
     time.sleep(0.1)
-    assert "sleep 300" not in _processes()
+    assert marker not in _processes()
 
 
 def test_deleted_working_directory_is_reported_not_raised(tmp_path: Path) -> None:
