@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import EnvCheckError, ProviderError
+from ..errors import ProviderError
 from ..types import ORCHESTRATOR_TOKEN_VAR
 from ._result import CheckResult, ValidationReport
 from ._runtime import DEFAULT_REQUEST_TIMEOUT_S
@@ -91,10 +91,7 @@ def check_env(
     for result in report.checks:
         if result.status == "warn":
             warnings.warn(result.line(), EnvCheckWarning, stacklevel=2)
-    failed = [result for result in report.checks if result.fatal]
-    if failed:
-        lines = "\n".join(f"  - {result.line()}" for result in failed)
-        raise EnvCheckError(f"{label} breaks {len(failed)} rule(s):\n{lines}", report=report)
+    report.raise_for_failures()
     return report
 
 

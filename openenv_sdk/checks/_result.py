@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from ..errors import EnvCheckError
+
 __all__ = ["CheckResult", "CheckStatus", "Severity", "ValidationReport"]
 
 Severity = Literal["error", "warning", "extension"]
@@ -60,6 +62,17 @@ class ValidationReport(BaseModel):
     def passed(self) -> bool:
         """True when no check failed fatally (warnings, skips and missing extensions do not count)."""
         return not any(check.fatal for check in self.checks)
+
+    def raise_for_failures(self, prefix: str = "") -> None:
+        """Raise `EnvCheckError` naming every failed rule with its fix (`check_env`, `create_app`).
+
+        Raises:
+            EnvCheckError: a rule failed; `error.report` is this report.
+        """
+        failed = [check for check in self.checks if check.fatal]
+        if failed:
+            lines = "\n".join(f"  - {check.line()}" for check in failed)
+            raise EnvCheckError(f"{prefix}{self.target} breaks {len(failed)} rule(s):\n{lines}", report=self)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -19,7 +19,7 @@ from starlette.websockets import WebSocket
 
 from .. import tracing
 from ..environment import Environment
-from ..errors import EnvCheckError, EnvironmentDefinitionError
+from ..errors import EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
 from ._auth import OrchestratorAuthMiddleware, RequestIdMiddleware, take_token_from_environ
 from ._config import ServerConfig
@@ -201,14 +201,11 @@ def _check_class(env: type[Environment[Any, Any, Any]]) -> None:
     from ..checks._result import ValidationReport
     from ..checks._static import EnvClass, run_class_checks
 
-    label = f"{env.__module__}.{env.__qualname__}"
-    report = ValidationReport(target=label, kind="class", checks=list(run_class_checks(EnvClass(env))))
-    results = report.checks
-    for result in results:
+    report = ValidationReport(
+        target=f"{env.__module__}.{env.__qualname__}", kind="class", checks=list(run_class_checks(EnvClass(env)))
+    )
+    for result in report.checks:
         if result.status == "warn":
             logger.warning("%s", result.line())
-    failed = [r for r in results if r.fatal]
-    if failed:
-        lines = "\n".join(f"  - {r.line()}" for r in failed)
-        raise EnvCheckError(f"create_app: {label} breaks {len(failed)} rule(s):\n{lines}", report=report)
+    report.raise_for_failures("create_app: ")
 
