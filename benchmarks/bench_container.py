@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import docker  # noqa: E402
+from _docs import write_marked_section  # noqa: E402
 from docker.models.containers import ContainerCollection  # noqa: E402
 from rich.console import Console  # noqa: E402
 
@@ -359,14 +360,7 @@ def _docs_section(results: dict[str, Any]) -> str:
 
 
 def _write_docs(results: dict[str, Any]) -> None:
-    text = DOCS_MD.read_text(encoding="utf-8")
-    section = _docs_section(results)
-    if SECTION_BEGIN in text and SECTION_END in text:
-        head, rest = text.split(SECTION_BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(SECTION_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    DOCS_MD.write_text(text, encoding="utf-8")
+    write_marked_section(DOCS_MD, SECTION_BEGIN, SECTION_END, _docs_section(results))
 
 
 if __name__ == "__main__":

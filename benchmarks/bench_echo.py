@@ -54,6 +54,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+from _docs import marked_sections
 from _rawws import RawWebSocket, serve_fixed_reply
 from _report import (
     ConcurrencyResult,
@@ -1225,13 +1226,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _marked_sections(text: str) -> str:
-    """The `<!-- NAME: begin -->` ... `<!-- NAME: end -->` sections of a page (other benchmarks' output)."""
-    import re
-
-    return "\n\n".join(m.group(0) for m in re.finditer(r"<!-- (\w+): begin -->.*?<!-- \1: end -->", text, re.S))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve_ceiling:
@@ -1331,7 +1325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         DOCS_MD.parent.mkdir(parents=True, exist_ok=True)
         report = markdown_report(rows, extra, results, args, plot_note)
         # Keep the sections other benchmarks write into the page (bench_container's, between markers).
-        kept = _marked_sections(DOCS_MD.read_text()) if DOCS_MD.exists() else ""
+        kept = marked_sections(DOCS_MD.read_text()) if DOCS_MD.exists() else ""
         DOCS_MD.write_text(report.rstrip("\n") + ("\n\n" + kept if kept else "") + "\n")
         say(
             f"wrote {DOCS_MD.relative_to(REPO_ROOT)}"

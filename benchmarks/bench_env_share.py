@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _docs import write_marked_section
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS_MD = REPO / "docs" / "benchmarks.md"
 SECTION_BEGIN = "<!-- bench_env_share: begin -->"
@@ -801,13 +803,7 @@ def docs_section(data: dict[str, Any]) -> str:
 
 def write_docs(section: str) -> None:
     """Replace the section between the markers (bench_echo.py --write-docs keeps marked sections)."""
-    text = DOCS_MD.read_text(encoding="utf-8")
-    if SECTION_BEGIN in text and SECTION_END in text:
-        head, rest = text.split(SECTION_BEGIN, 1)
-        text = head + section.rstrip("\n") + rest.split(SECTION_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    DOCS_MD.write_text(text, encoding="utf-8")
+    write_marked_section(DOCS_MD, SECTION_BEGIN, SECTION_END, section)
 
 
 # --- command line ---------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from rich.table import Table
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from _docs import write_marked_section  # noqa: E402
 
 from openenv_sdk.sandbox import Sandbox, SandboxLimits, isolation_report, run_command  # noqa: E402
 
@@ -100,12 +101,7 @@ BEGIN, END = "<!-- bench_sandbox: begin -->", "<!-- bench_sandbox: end -->"
 
 def write_docs(section: str) -> None:
     # between markers: bench_echo.py --write-docs rewrites the page and keeps marked sections
-    path = REPO / "docs" / "benchmarks.md"
-    text = path.read_text(encoding="utf-8")
-    marked = f"{BEGIN}\n{section.rstrip()}\n{END}"
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    text = pattern.sub(lambda _: marked, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + marked + "\n"
-    path.write_text(text, encoding="utf-8")
+    write_marked_section(REPO / "docs" / "benchmarks.md", BEGIN, END, f"{BEGIN}\n{section.rstrip()}\n{END}")
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import bench_echo as be
+from _docs import write_marked_section
 
 DOCS_MD = be.REPO_ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- profile_step: begin -->", "<!-- profile_step: end -->"
@@ -293,11 +294,7 @@ def section(single: Path, conc: Path, sessions: int, steps: int, result: be.Conc
 
 
 def write_docs(lines: list[str]) -> None:
-    text = DOCS_MD.read_text() if DOCS_MD.exists() else ""
-    block = "\n".join(lines)
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block
-    DOCS_MD.write_text(text.rstrip("\n") + "\n")
+    write_marked_section(DOCS_MD, BEGIN, END, "\n".join(lines))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

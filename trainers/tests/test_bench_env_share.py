@@ -18,6 +18,7 @@ BENCH = REPO / "benchmarks" / "bench_env_share.py"
 
 
 def _load_bench() -> Any:
+    sys.path.insert(0, str(BENCH.parent))  # its sibling modules, as when it runs as a script
     spec = importlib.util.spec_from_file_location("bench_env_share", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
