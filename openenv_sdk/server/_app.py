@@ -23,6 +23,7 @@ from ..errors import EnvironmentDefinitionError
 from ..types import ErrorCode, MetadataResponse, SchemaResponse
 from ._auth import OrchestratorAuthMiddleware, RequestIdMiddleware, take_token_from_environ
 from ._config import ServerConfig
+from ._gc import serving_gc
 from ._http import protocol_error_response, router
 from ._limits import BodyLimitMiddleware
 from ._mcp_endpoint import McpEndpoint, warm_up_mcp
@@ -143,7 +144,8 @@ def create_app(
         # Import the official MCP server in the background: /health answers meanwhile.
         warm = asyncio.get_running_loop().run_in_executor(None, warm_up_mcp)
         try:
-            yield
+            async with serving_gc(config.gc_full_interval_s):
+                yield
         finally:
             await mcp.aclose()
             await sessions.stop_reaper()

@@ -18,6 +18,7 @@ class ServerConfig(BaseModel):
     Environment code: `tool_timeout_s`, `max_abandoned_threads`.
     Sizes: `max_message_bytes`, `max_json_depth`, `max_tool_result_bytes`, `max_transcript_bytes`.
     Access: `orchestrator_token`.
+    Process: `gc_full_interval_s`.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -65,3 +66,10 @@ class ServerConfig(BaseModel):
         "`Authorization: Bearer <token>`. Unset, `create_app` reads OPENENV_ORCHESTRATOR_TOKEN.",
     )
     web: bool = Field(default=False, description="Serve the browser playground at `/web`.")
+    gc_full_interval_s: float | None = Field(
+        default=60.0,
+        gt=0,
+        description="While the server runs, the garbage collector's full collections come at least this "
+        "often from a timer and 100 times less often from allocation, and start-up objects are frozen "
+        "(see `openenv_sdk.server._gc`); None leaves the collector as it is.",
+    )
