@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from .._mcp_imports import MCP_IMPORT_LOCK
 from ..tools import RESERVED_NAMES
 from ._result import CheckResult, Severity
 from ._sample import SampleError, sample_from_schema
@@ -444,8 +445,9 @@ def check_mcp_official(probe: RuntimeProbe) -> CheckResult:
     severity = probe.extension_severity
 
     async def session() -> tuple[str, list[str]]:
-        from mcp import ClientSession
-        from mcp.client.streamable_http import streamable_http_client
+        with MCP_IMPORT_LOCK:
+            from mcp import ClientSession
+            from mcp.client.streamable_http import streamable_http_client
 
         with anyio.fail_after(probe.timeout_s):
             async with streamable_http_client(probe.base_url + "/mcp") as streams:

@@ -17,7 +17,7 @@ import math
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, ValidationError
@@ -29,6 +29,7 @@ from ..errors import (
     ProviderError,
     ServerError,
     SessionError,
+    ToolCallError,
     TransportError,
     error_class,
 )
@@ -94,6 +95,27 @@ _ALLOWED_AFTER_LOSS = frozenset({"reset", "session"})
 
 _RETRY_AFTER_SENT = frozenset({"reset", "session"})
 """Requests that may be sent again on a new session after their connection dropped mid-way."""
+
+
+ToolTransport = Literal["mcp", "websocket"]
+TOOL_TRANSPORTS: tuple[ToolTransport, ...] = ("mcp", "websocket")
+
+JSONRPC_NAMES = {
+    -32700: "PARSE_ERROR",
+    -32600: "INVALID_REQUEST",
+    -32601: "METHOD_NOT_FOUND",
+    -32602: "INVALID_PARAMS",
+    -32603: "INTERNAL_ERROR",
+}
+"""JSON-RPC's error codes by name, for `ToolCallError.code`."""
+
+
+def tool_call_refused(what: str, code: int, message: str, tool: str | None) -> ToolCallError:
+    """The error for an MCP request the server refused with JSON-RPC error `code`."""
+    details: dict[str, Any] = {"jsonrpc_code": code}
+    if tool is not None:
+        details["tool"] = tool
+    return ToolCallError(f"MCP {what} refused: {message}", code=JSONRPC_NAMES.get(code, f"JSONRPC_{code}"), details=details)
 
 
 def server_error(payload: Any) -> ServerError:
@@ -176,6 +198,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         auto_reconnect: bool = True,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         orchestrator_token: str | None = None,
+        tool_transport: ToolTransport = "mcp",
     ) -> None:
         """Describe the connection; nothing is opened until first use (or `connect()`).
 
@@ -201,6 +224,14 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
             orchestrator_token: the server's orchestrator token, sent as `Authorization: Bearer`
                 on the WebSocket upgrade and HTTP requests. Unset, a provider's own token is sent
                 (`LocalProcessProvider` and `DockerProvider` start their servers with one).
+            tool_transport: how `call_tool` and `list_tools` reach the session's tools.
+                `"mcp"`: the official `mcp` client over streamable HTTP at `mcp_url`, as an
+                agent's own MCP client connects. `"websocket"`: the same MCP JSON-RPC requests
+                (`tools/call`, `tools/list`) on the session's WebSocket (OpenEnv's `{"type": "mcp"}`
+                message): one round trip on the open connection, no second connection and no MCP
+                handshake, for code that calls tools on the agent's behalf (trainers' rollouts).
+                The server runs both through the same path: the session's episode, transcript
+                and checks; results and refusals come back the same.
 
         Raises:
             ValueError: not exactly one source was given, or a timeout is not positive.
@@ -225,6 +256,9 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         self._auto_reconnect = auto_reconnect
         self._max_message_bytes = max_message_bytes
         self._orchestrator_token = orchestrator_token
+        if tool_transport not in TOOL_TRANSPORTS:
+            raise ValueError(f"tool_transport must be one of {TOOL_TRANSPORTS}, got {tool_transport!r}")
+        self._tool_transport = tool_transport
         self._provider = provider if provider is not None else self._make_provider(env_dir, image)
         self._base_url: str | None = _http_base(base_url) if base_url is not None else None
         self._lifecycle = _Lifecycle.UNOPENED
@@ -244,6 +278,22 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
 
     def _setup_io(self) -> None:
         """The subclass's I/O state (connections, locks); nothing is opened here."""
+
+    def _mcp_message(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """An MCP JSON-RPC request for the session's WebSocket (`tool_transport="websocket"`)."""
+        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or {}}
+
+    def _mcp_result(self, reply: Any, what: str, *, tool: str | None = None) -> dict[str, Any]:
+        """The `result` of the server's JSON-RPC reply; a JSON-RPC error raises `ToolCallError`,
+        as the official client's `MCPError` does on the `"mcp"` transport."""
+        error = reply.get("error") if isinstance(reply, dict) else None
+        if isinstance(error, dict):
+            code = error.get("code")
+            raise tool_call_refused(what, code if isinstance(code, int) else -32603, str(error.get("message")), tool)
+        result = reply.get("result") if isinstance(reply, dict) else None
+        if not isinstance(result, dict):
+            raise ServerError(f"MCP {what}: the reply holds no result object: {str(reply)[:300]}", code="UNKNOWN")
+        return result
 
     def _make_provider(self, env_dir: str | Path | None, image: str | None) -> Provider | None:
         if env_dir is not None:

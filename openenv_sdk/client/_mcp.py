@@ -17,7 +17,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import tracing
-from ..errors import RequestTimeout, ToolCallError, TransportError
+from .._mcp_imports import MCP_IMPORT_LOCK
+from ..errors import RequestTimeout, TransportError
+from ._base import tool_call_refused
 
 if TYPE_CHECKING:
     import mcp_types
@@ -25,15 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["LoopThread", "McpChannel"]
 
 T = TypeVar("T")
-
-_JSONRPC_NAMES = {
-    -32700: "PARSE_ERROR",
-    -32600: "INVALID_REQUEST",
-    -32601: "METHOD_NOT_FOUND",
-    -32602: "INVALID_PARAMS",
-    -32603: "INTERNAL_ERROR",
-}
-
 
 def _leaf(error: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups."""
@@ -90,7 +83,8 @@ class McpChannel:
     # --- internals ----------------------------------------------------------------------
 
     async def _request(self, fn: Callable[[Any], Awaitable[T]], what: str, *, tool: str | None = None) -> T:
-        from mcp.shared.exceptions import MCPError
+        with MCP_IMPORT_LOCK:
+            from mcp.shared.exceptions import MCPError
 
         await self._ensure_started()
         assert self._queue is not None
@@ -107,11 +101,7 @@ class McpChannel:
         except TimeoutError:
             raise RequestTimeout(f"MCP {what} at {self.url} got no answer within {self.timeout_s:g} s") from None
         except MCPError as e:
-            code = _JSONRPC_NAMES.get(e.code, f"JSONRPC_{e.code}")
-            details: dict[str, Any] = {"jsonrpc_code": e.code}
-            if tool is not None:
-                details["tool"] = tool
-            raise ToolCallError(f"MCP {what} refused: {e.message}", code=code, details=details) from e
+            raise tool_call_refused(what, e.code, e.message, tool) from e
 
     async def _ensure_started(self) -> None:
         if self._task is None or self._task.done():
@@ -132,8 +122,9 @@ class McpChannel:
         current: asyncio.Future[Any] | None = None
         try:
             # Inside the try: a failing import must reach `ready`, not leave callers waiting.
-            from mcp import ClientSession
-            from mcp.client.streamable_http import streamable_http_client
+            with MCP_IMPORT_LOCK:
+                from mcp import ClientSession
+                from mcp.client.streamable_http import streamable_http_client
 
             async with contextlib.AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(streamable_http_client(self.url))

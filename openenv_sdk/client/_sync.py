@@ -266,7 +266,14 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
     # --- the agent's side (MCP) --------------------------------------------------------------
 
     def list_tools(self) -> list[mcp_types.Tool]:
-        """The tools, listed through this session's MCP binding by the official `mcp` client."""
+        """The tools, listed over this session's MCP binding (see `tool_transport`)."""
+        if self._tool_transport == "websocket":
+            import mcp_types
+
+            with self._lock:
+                reply = self._exchange("mcp", self._mcp_message("tools/list"))
+            tools = self._mcp_result(reply, "tools/list").get("tools")
+            return [mcp_types.Tool.model_validate(tool) for tool in tools or ()]
         channel = self._mcp_channel()
         assert self._loop_thread is not None
         return self._loop_thread.run(channel.list_tools(), self._mcp_wait_s())
@@ -276,12 +283,23 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
         A failing tool is a result (`is_error=True`) the agent sees; the episode goes on.
 
+        It goes over the official `mcp` client (`tool_transport="mcp"`, the default) or as the
+        same MCP request on the session's WebSocket (`tool_transport="websocket"`).
+
         Raises:
             ToolCallError: the server refused the call (e.g. unknown tool).
         """
-        channel = self._mcp_channel()
-        assert self._loop_thread is not None
         with tracing.span("openenv.client.call_tool", attributes={"gen_ai.tool.name": name, **self._span_attributes()}):
+            if self._tool_transport == "websocket":
+                import mcp_types
+
+                message = self._mcp_message("tools/call", {"name": name, "arguments": arguments})
+                with self._lock:
+                    reply = self._exchange("mcp", message)
+                result = self._mcp_result(reply, f"tools/call {name!r}", tool=name)
+                return mcp_types.CallToolResult.model_validate(result)
+            channel = self._mcp_channel()
+            assert self._loop_thread is not None
             # the mcp SDK carries the trace on in the request's `_meta`
             return self._loop_thread.run(channel.call_tool(name, arguments), self._mcp_wait_s())
 

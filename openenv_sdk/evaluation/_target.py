@@ -147,7 +147,10 @@ class EnvTarget:
         """A new client (one session) of the started server."""
         if self._url is None:
             raise RuntimeError("start() the target first")
-        return AsyncGenericEnvClient(self._url, orchestrator_token=self._token, timeout_s=self.timeout_s)
+        # the runner calls tools on the agent's behalf: one round trip on the session's WebSocket
+        return AsyncGenericEnvClient(
+            self._url, orchestrator_token=self._token, timeout_s=self.timeout_s, tool_transport="websocket"
+        )
 
     async def stop(self) -> None:
         if self.provider is not None:

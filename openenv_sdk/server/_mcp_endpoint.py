@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from .._mcp_imports import MCP_IMPORT_LOCK
 from ._mcp_compat import INVALID_PARAMS, PARSE_ERROR, handle_jsonrpc, token_from_request
 
 if TYPE_CHECKING:
@@ -39,7 +40,8 @@ def warm_up_mcp() -> None:
     sys.setswitchinterval(min(switch_s, 0.001))
     gc.disable()
     try:
-        from . import _mcp  # noqa: F401
+        with MCP_IMPORT_LOCK:
+            from . import _mcp  # noqa: F401
     finally:
         gc.freeze()  # what lives now (modules, classes, the app) lives as long as the process
         if collecting:
@@ -64,7 +66,8 @@ class McpEndpoint:
             self._starting = self._starting or asyncio.Lock()
             async with self._starting:
                 if self._manager is None:
-                    from ._mcp import build_session_manager
+                    with MCP_IMPORT_LOCK:
+                        from ._mcp import build_session_manager
 
                     manager = build_session_manager(self.state)
                     ready, self._stop = asyncio.Event(), asyncio.Event()

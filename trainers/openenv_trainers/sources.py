@@ -193,7 +193,13 @@ class EnvSource:
             return self._base_url
 
     def client(self, **kwargs: Any) -> GenericEnvClient:
-        """A new blocking client (one session) of this source's server (a fleet's least-loaded one)."""
+        """A new blocking client (one session) of this source's server (a fleet's least-loaded one).
+
+        Its `call_tool` goes on the session's WebSocket (`tool_transport="websocket"`): a rollout
+        calls tools on the agent's behalf, and one round trip on the open connection costs a
+        fraction of an MCP client session's (pass `tool_transport="mcp"` for the official client).
+        """
+        kwargs.setdefault("tool_transport", "websocket")
         if self.fleet is not None:
             return self.fleet.client(**self._fleet_kwargs(kwargs))
         kwargs.setdefault("timeout_s", self.client_timeout_s)
@@ -202,7 +208,9 @@ class EnvSource:
         return GenericEnvClient(url, **kwargs)
 
     def async_client(self, **kwargs: Any) -> AsyncGenericEnvClient:
-        """A new asyncio client (one session) of this source's server (a fleet's least-loaded one)."""
+        """A new asyncio client (one session) of this source's server (a fleet's least-loaded one);
+        tools on the session's WebSocket, as `client()`'s."""
+        kwargs.setdefault("tool_transport", "websocket")
         if self.fleet is not None:
             return self.fleet.async_client(**self._fleet_kwargs(kwargs))
         kwargs.setdefault("timeout_s", self.client_timeout_s)
