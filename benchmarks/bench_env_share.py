@@ -643,6 +643,7 @@ def results_json(runs: Sequence[EnvRun], args: argparse.Namespace, load: tuple[s
             "load_before": load[0],
             "load_after": load[1],
             "torch_threads": args.torch_threads if args.device == "cpu" else None,
+            "gil_switch_ms": sys.getswitchinterval() * 1000,
         },
         "config": {"batch": args.batch, "generations": args.generations, "steps": args.steps, "discard": args.discard},
         "command": command_line(args),
@@ -832,6 +833,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads on a CPU")
     p.add_argument(
+        "--gil-switch-ms",
+        type=float,
+        default=None,
+        help="sys.setswitchinterval for the run, in ms (Python's default is 5): how long the rollout's event "
+        "loop may wait for the GIL while generation holds it",
+    )
+    p.add_argument(
         "--cache-dir", default=os.environ.get("OPENENV_TRAINERS_CACHE") or str(Path.home() / ".cache" / "openenv-trainers")
     )
     p.add_argument("--out-dir", default="/tmp/bench-env-share")
@@ -865,6 +873,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         raise SystemExit("--device cuda: torch sees no CUDA device")
     if args.device == "cpu":
         torch.set_num_threads(args.torch_threads)
+    if args.gil_switch_ms is not None:
+        sys.setswitchinterval(args.gil_switch_ms / 1000)
     if args.from_json:
         data = json.loads(args.from_json.read_text())
     else:
