@@ -15,7 +15,8 @@ While a server runs:
 - a timer runs a full collection every `full_interval_s` in which none ran, so cyclic garbage
   that reached the old generation is freed within that time, whatever the load.
 
-The thresholds are put back when the server stops.
+The thresholds are put back when the server stops. `PAUSES` times every collection in the
+process (a `gc.callbacks` entry), for `/metrics` (`openenv_gc_pause_seconds`).
 """
 
 from __future__ import annotations
@@ -23,13 +24,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import time
 from collections.abc import AsyncIterator
+from typing import Any
 
-__all__ = ["FULL_COLLECTION_THRESHOLD", "full_collections", "serving_gc"]
+__all__ = ["FULL_COLLECTION_THRESHOLD", "PAUSES", "GcPauses", "full_collections", "serving_gc"]
 
 FULL_COLLECTION_THRESHOLD = 1000
 """Young-generation collections between full collections set off by allocation (CPython's
 default is 10, and a full collection also waits until a quarter of the old objects are new)."""
+
+
+class GcPauses:
+    """How long the collector has held this process, by generation, since this module was imported.
+
+    Attributes:
+        seconds: total pause per generation (0 young, 2 full).
+        collections: collections per generation.
+        longest_s: the longest single pause per generation.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.collections = [0, 0, 0]
+        self.longest_s = [0.0, 0.0, 0.0]
+        self._started: float | None = None
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        started, self._started = self._started, None
+        if started is None:
+            return
+        pause, generation = time.perf_counter() - started, info["generation"]
+        self.seconds[generation] += pause
+        self.collections[generation] += 1
+        self.longest_s[generation] = max(self.longest_s[generation], pause)
+
+
+PAUSES = GcPauses()
+gc.callbacks.append(PAUSES)  # once per process; two clock reads per collection
 
 
 def full_collections() -> int:

@@ -3,7 +3,7 @@
 Each app has its own registry. Counted as they happen (the session manager's observer):
 sessions opened and closed (`reason`: `closed` or `reaped`), and every `reset`, `step` and tool
 call with its outcome and duration. Read at scrape time: sessions held, MCP sessions, abandoned
-threads. Tool labels are the environment's declared tools (any other name is `<unknown>`), so
+threads, and the process's garbage-collection pauses by generation (`_gc.PAUSES`). Tool labels are the environment's declared tools (any other name is `<unknown>`), so
 an agent cannot grow the label set.
 
 An orchestrator route: with an orchestrator token set, a scraper sends it (Prometheus:
@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from ._gc import PAUSES
 
 if TYPE_CHECKING:
     from ._state import ServerState
@@ -36,7 +38,7 @@ class _Gauges(Collector):
     def __init__(self, state: ServerState) -> None:
         self._state = state
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         sessions = self._state.sessions
         yield GaugeMetricFamily("openenv_sessions_active", "Sessions held now.", value=sessions.active)
         yield GaugeMetricFamily("openenv_sessions_max", "Sessions the server may hold.", value=sessions.max_sessions)
@@ -45,6 +47,21 @@ class _Gauges(Collector):
         yield GaugeMetricFamily(
             "openenv_abandoned_threads", "Sync calls that timed out and still run.", value=sessions.abandoned.count
         )
+        pauses = CounterMetricFamily(
+            "openenv_gc_pause_seconds", "Time the garbage collector held the process, by generation (2: full).",
+            labels=["generation"],
+        )  # fmt: skip
+        collections = CounterMetricFamily(
+            "openenv_gc_collections", "Garbage collections, by generation (2: full).", labels=["generation"]
+        )
+        longest = GaugeMetricFamily(
+            "openenv_gc_longest_pause_seconds", "The longest single collection, by generation.", labels=["generation"]
+        )
+        for generation in range(3):
+            pauses.add_metric([str(generation)], PAUSES.seconds[generation])
+            collections.add_metric([str(generation)], PAUSES.collections[generation])
+            longest.add_metric([str(generation)], PAUSES.longest_s[generation])
+        yield from (pauses, collections, longest)
 
 
 class ServerMetrics:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from openenv_sdk import EnvClient, Environment, ServerConfig, create_app, tool
 from openenv_sdk.server._gc import FULL_COLLECTION_THRESHOLD, full_collections
@@ -57,3 +59,23 @@ def test_none_leaves_the_collector_alone(thresholds: tuple[int, int, int]) -> No
 def test_the_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="gc_full_interval_s"):
         ServerConfig(gc_full_interval_s=0)
+
+
+def test_collections_and_their_pauses_are_in_the_metrics() -> None:
+    def scrape(url: str) -> dict[tuple[str, str], float]:
+        text = httpx.get(f"{url}/metrics").text
+        return {
+            (sample.name, sample.labels.get("generation", "")): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name.startswith("openenv_gc_")
+        }
+
+    with serve_app(create_app(NoteEnvironment, config=ServerConfig(gc_full_interval_s=None))) as url:
+        before = scrape(url)
+        gc.collect()
+        gc.collect()
+        after = scrape(url)
+    assert after[("openenv_gc_collections_total", "2")] >= before[("openenv_gc_collections_total", "2")] + 2
+    assert after[("openenv_gc_pause_seconds_total", "2")] > before[("openenv_gc_pause_seconds_total", "2")]
+    assert 0 < after[("openenv_gc_longest_pause_seconds", "2")] <= after[("openenv_gc_pause_seconds_total", "2")]
