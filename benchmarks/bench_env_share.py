@@ -66,6 +66,20 @@ SECTION_END = "<!-- bench_env_share: end -->"
 
 ENV_KINDS = ("reset", "tool", "grade")
 
+GPU_HISTORY = (
+    "What changed the GPU rows (same H200, model, sizes and seed; 2026-11-26): the rollout's tool calls went "
+    "over the official `mcp` client (streamable HTTP: a second connection per session, anyio tasks and an "
+    "HTTP exchange per call) and now go as the same MCP request on the session's WebSocket (`EnvSource` "
+    "clients use `tool_transport=\"websocket\"`). Before: echo 5.65 % of a 4.31 s step (a tool call 108 ms "
+    "in training), guess 4.77 % of a 16.1 s step (50 ms). After: echo 4.09 % of 2.98 s (35 ms), guess "
+    "6.66 % of 7.84 s (44 ms). Both steps got shorter, generation most (guess: 15.7 -> 7.5 s of sampling a "
+    "step): the MCP client's work ran on the rollout's event loop beside the generation thread and took "
+    "its share of the GIL. Guess's env seconds fell too (0.75 -> 0.51 s a step), but less than its step, so "
+    "its share rose above 5 %. A shorter GIL switch interval is not the remedy: with `--gil-switch-ms 0.5` "
+    "(Python's default is 5) echo measured 3.62 % and guess 6.65 %, tool calls 41 and 46 ms. A tool call "
+    "still takes 20 times as long in training as alone; what holds it is the next thing to find.",
+)
+
 
 # --- the timeline of one run ------------------------------------------------------------------------
 
@@ -746,10 +760,11 @@ def docs_section(data: dict[str, Any]) -> str:
         lines += [
             "During training a tool call takes several times as long as the same call made alone before "
             f"training ({', '.join(r['env'] + ' with ' + r['model'] + ' on ' + r.get('device', '?') for r in slow)}): "
-            "the event loop that carries the environment calls lives in the trainer's process, where generation "
-            "(a Python loop in a worker thread) holds the GIL most of the time, and on a CPU the environment's "
-            "server shares the cores too. So most of these env seconds are the client waiting for the GIL or the "
-            "CPU, not the environment's own work, and most of them overlap generation (*exposed* is what is not).",
+            "the event loop that carries the environment calls lives in the trainer's process and carries every "
+            "episode's turns too (parsing, chat-template rendering), beside generation (a Python loop in a worker "
+            "thread that holds the GIL most of the time), and on a CPU the environment's server shares the cores. "
+            "So most of these env seconds are the client not yet getting to a reply that has come, not the "
+            "environment's own work, and most of them overlap generation (*exposed* is what is not).",
             "",
         ]
     gpu = [r for r in data["runs"] if str(r.get("device", "")).startswith("cuda")]
@@ -771,6 +786,7 @@ def docs_section(data: dict[str, Any]) -> str:
             ),
             "",
         ]
+        lines += [*GPU_HISTORY, ""]
     elif on_cpu:
         lines += [
             "The target is an env share under 5 % on a GPU. **It has not been measured on a GPU**: the session "
