@@ -77,7 +77,15 @@ GPU_HISTORY = (
     "its share of the GIL. Guess's env seconds fell too (0.75 -> 0.51 s a step), but less than its step, so "
     "its share rose above 5 %. A shorter GIL switch interval is not the remedy: with `--gil-switch-ms 0.5` "
     "(Python's default is 5) echo measured 3.62 % and guess 6.65 %, tool calls 41 and 46 ms. A tool call "
-    "still takes 20 times as long in training as alone; what holds it is the next thing to find.",
+    "still takes 20 times as long in training as alone. What holds it: the episodes share one event loop, "
+    "and each turn's token accounting (the chat template rendered and tokenized a few times, ~1.6 ms a turn "
+    "on the 2-core CPU machine) runs on it, so when a batch of turns comes back, an episode's reply waits while the loop "
+    "does the other 31 episodes' accounting (32 x 1.6 ms is about the 44 ms measured). Tried and reverted: "
+    "the accounting on a thread of its own. A tool call in training then took 2.0 ms and echo's share fell "
+    "to 0.65 %, but its step took 10.0 s instead of 3.0 s (guess did not finish in 280 s; the run's JSON is `benchmarks/results/env_share_ledger_thread.json`): with the loop "
+    "free, the generation batcher's 5 ms window closed before the other episodes were ready, and generation "
+    "ran in many small batches. A fix has to keep the batches whole (e.g. flush when every running episode "
+    "is waiting on generation), which is the next step.",
 )
 
 
