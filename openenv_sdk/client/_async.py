@@ -252,25 +252,17 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
     async def list_tools(self) -> list[mcp_types.Tool]:
         """The tools, listed over this session's MCP binding (see `tool_transport`)."""
         if self._tool_transport == "websocket":
-            import mcp_types
-
             async with self._lock:
-                reply = await self._exchange("mcp", self._mcp_message("tools/list"))
-            tools = self._mcp_result(reply, "tools/list").get("tools")
-            return [mcp_types.Tool.model_validate(tool) for tool in tools or ()]
+                return self._tools_from(await self._exchange("mcp", self._mcp_message("tools/list")))
         return await (await self._mcp_channel()).list_tools()
 
     async def call_tool(self, name: str, /, **arguments: Any) -> mcp_types.CallToolResult:
         """Call a tool as the agent would: over MCP, in this session's episode. See `EnvClient.call_tool`."""
         with tracing.span("openenv.client.call_tool", attributes={"gen_ai.tool.name": name, **self._span_attributes()}):
             if self._tool_transport == "websocket":
-                import mcp_types
-
                 message = self._mcp_message("tools/call", {"name": name, "arguments": arguments})
                 async with self._lock:
-                    reply = await self._exchange("mcp", message)
-                result = self._mcp_result(reply, f"tools/call {name!r}", tool=name)
-                return mcp_types.CallToolResult.model_validate(result)
+                    return self._tool_result_from(await self._exchange("mcp", message), name)
             # the mcp SDK carries the trace on in the request's `_meta`
             return await (await self._mcp_channel()).call_tool(name, arguments)
 

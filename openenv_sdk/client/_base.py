@@ -51,6 +51,8 @@ from ..types import (
 from ._models import StepResult, Trajectory, TrajectoryStep
 
 if typing.TYPE_CHECKING:
+    import mcp_types
+
     from ..environment import Environment
     from ..providers.base import Provider
 
@@ -282,6 +284,19 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
     def _mcp_message(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """An MCP JSON-RPC request for the session's WebSocket (`tool_transport="websocket"`)."""
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or {}}
+
+    def _tools_from(self, reply: Any) -> list[mcp_types.Tool]:
+        """The tools of a `tools/list` reply from the session's WebSocket."""
+        import mcp_types
+
+        tools = self._mcp_result(reply, "tools/list").get("tools")
+        return [mcp_types.Tool.model_validate(tool) for tool in tools or ()]
+
+    def _tool_result_from(self, reply: Any, name: str) -> mcp_types.CallToolResult:
+        """The result of a `tools/call` reply from the session's WebSocket."""
+        import mcp_types
+
+        return mcp_types.CallToolResult.model_validate(self._mcp_result(reply, f"tools/call {name!r}", tool=name))
 
     def _mcp_result(self, reply: Any, what: str, *, tool: str | None = None) -> dict[str, Any]:
         """The `result` of the server's JSON-RPC reply; a JSON-RPC error raises `ToolCallError`,

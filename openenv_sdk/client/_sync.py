@@ -268,12 +268,8 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
     def list_tools(self) -> list[mcp_types.Tool]:
         """The tools, listed over this session's MCP binding (see `tool_transport`)."""
         if self._tool_transport == "websocket":
-            import mcp_types
-
             with self._lock:
-                reply = self._exchange("mcp", self._mcp_message("tools/list"))
-            tools = self._mcp_result(reply, "tools/list").get("tools")
-            return [mcp_types.Tool.model_validate(tool) for tool in tools or ()]
+                return self._tools_from(self._exchange("mcp", self._mcp_message("tools/list")))
         channel = self._mcp_channel()
         assert self._loop_thread is not None
         return self._loop_thread.run(channel.list_tools(), self._mcp_wait_s())
@@ -291,13 +287,9 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """
         with tracing.span("openenv.client.call_tool", attributes={"gen_ai.tool.name": name, **self._span_attributes()}):
             if self._tool_transport == "websocket":
-                import mcp_types
-
                 message = self._mcp_message("tools/call", {"name": name, "arguments": arguments})
                 with self._lock:
-                    reply = self._exchange("mcp", message)
-                result = self._mcp_result(reply, f"tools/call {name!r}", tool=name)
-                return mcp_types.CallToolResult.model_validate(result)
+                    return self._tool_result_from(self._exchange("mcp", message), name)
             channel = self._mcp_channel()
             assert self._loop_thread is not None
             # the mcp SDK carries the trace on in the request's `_meta`

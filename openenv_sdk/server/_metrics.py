@@ -3,8 +3,9 @@
 Each app has its own registry. Counted as they happen (the session manager's observer):
 sessions opened and closed (`reason`: `closed` or `reaped`), and every `reset`, `step` and tool
 call with its outcome and duration. Read at scrape time: sessions held, MCP sessions, abandoned
-threads, and the process's garbage-collection pauses by generation (`_gc.PAUSES`). Tool labels are the environment's declared tools (any other name is `<unknown>`), so
-an agent cannot grow the label set.
+threads, and the process's garbage-collection pauses by generation (`_gc.PAUSES`). Tool labels
+are the environment's declared tools (any other name is `<unknown>`), so an agent cannot grow
+the label set.
 
 An orchestrator route: with an orchestrator token set, a scraper sends it (Prometheus:
 `authorization: {credentials: <token>}` in the scrape config).
