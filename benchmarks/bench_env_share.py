@@ -67,25 +67,21 @@ SECTION_END = "<!-- bench_env_share: end -->"
 ENV_KINDS = ("reset", "tool", "grade")
 
 GPU_HISTORY = (
-    "What changed the GPU rows (same H200, model, sizes and seed; 2026-11-26): the rollout's tool calls went "
-    "over the official `mcp` client (streamable HTTP: a second connection per session, anyio tasks and an "
-    "HTTP exchange per call) and now go as the same MCP request on the session's WebSocket (`EnvSource` "
-    "clients use `tool_transport=\"websocket\"`). Before: echo 5.65 % of a 4.31 s step (a tool call 108 ms "
-    "in training), guess 4.77 % of a 16.1 s step (50 ms). After: echo 4.09 % of 2.98 s (35 ms), guess "
-    "6.66 % of 7.84 s (44 ms). Both steps got shorter, generation most (guess: 15.7 -> 7.5 s of sampling a "
-    "step): the MCP client's work ran on the rollout's event loop beside the generation thread and took "
-    "its share of the GIL. Guess's env seconds fell too (0.75 -> 0.51 s a step), but less than its step, so "
-    "its share rose above 5 %. A shorter GIL switch interval is not the remedy: with `--gil-switch-ms 0.5` "
-    "(Python's default is 5) echo measured 3.62 % and guess 6.65 %, tool calls 41 and 46 ms. A tool call "
-    "still takes 20 times as long in training as alone. What holds it: the episodes share one event loop, "
-    "and each turn's token accounting (the chat template rendered and tokenized a few times, ~1.6 ms a turn "
-    "on the 2-core CPU machine) runs on it, so when a batch of turns comes back, an episode's reply waits while the loop "
-    "does the other 31 episodes' accounting (32 x 1.6 ms is about the 44 ms measured). Tried and reverted: "
-    "the accounting on a thread of its own. A tool call in training then took 2.0 ms and echo's share fell "
-    "to 0.65 %, but its step took 10.0 s instead of 3.0 s (guess did not finish in 280 s; the run's JSON is `benchmarks/results/env_share_ledger_thread.json`): with the loop "
-    "free, the generation batcher's 5 ms window closed before the other episodes were ready, and generation "
-    "ran in many small batches. A fix has to keep the batches whole (e.g. flush when every running episode "
-    "is waiting on generation), which is the next step.",
+    "What changed the GPU rows (same H200, model, sizes and seed; 2026-11-26), in three steps. (1) The rollout's "
+    "tool calls went over the official `mcp` client (streamable HTTP: a second connection per session, anyio "
+    "tasks and an HTTP exchange per call) and now go as the same MCP request on the session's WebSocket "
+    '(`EnvSource` clients use `tool_transport="websocket"`): echo 5.65 % -> 4.09 % (step 4.31 -> 2.98 s), '
+    "guess 4.77 % -> 6.66 % (step 16.1 -> 7.84 s; its env seconds fell less than its step). (2) A tool call "
+    "still took 44 ms in training against 2 ms alone. Not the GIL switch interval (`--gil-switch-ms 0.5` "
+    "changed nothing: 3.62 % / 6.65 %) but the episodes' token accounting (the chat template rendered and "
+    "tokenized a few times a turn) on the event loop they share: a reply waited while the loop did the other "
+    "31 episodes' accounting. Moving the accounting to a thread of its own alone made the step 3.5 times "
+    "longer (`benchmarks/results/env_share_ledger_thread.json`): with the loop free, the generation batcher's "
+    "5 ms window, counted from a batch's first request, closed on the first few episodes and split each turn "
+    "into many small `model.generate` calls. (3) Now the accounting runs on its own thread (`episode.py`) and "
+    "the batcher closes a batch when no request has come for 5 ms (at most 250 ms after its first), and keeps "
+    "gathering while the model is busy (`TransformersBackend`): echo 1.55 % of a 2.92 s step, guess 1.42 % of "
+    "a 6.18 s step; a tool call in training takes 2.7-2.8 ms, as alone (2.6 / 1.5 ms).",
 )
 
 

@@ -6,16 +6,27 @@ results are appended to the ledger; until the policy answers without a tool call
 truncated, the turn limit is reached, or the token budget is spent. The host-side rubric then
 grades the episode. Both the `rollout_func` adapter and the async rollout worker run episodes
 through here.
+
+The token accounting (the chat template rendered and tokenized, a millisecond or two a turn) runs
+on one thread of its own, not on the event loop: the episodes of a step share the loop, and with
+the accounting on it an environment reply waited while the loop did every other episode's
+accounting (a 2 ms tool call took ~40 ms inside a 32-episode GRPO step; docs/benchmarks.md).
+One thread, not a pool: the work holds the GIL, so more threads would only take turns with the
+loop, and a tokenizer is not safe to use from several threads at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import math
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from openenv_sdk.errors import ToolCallError
 from openenv_sdk.rubric import agrade
@@ -25,6 +36,21 @@ from .chat import ToolCall, parse_assistant, tool_result_text
 from .generation.base import GenerationBackend, SamplingParams, check_completion
 
 __all__ = ["EpisodeConfig", "EpisodeResult", "Segment", "run_episode"]
+
+T = TypeVar("T")
+
+_accounting: ThreadPoolExecutor | None = None
+_accounting_lock = threading.Lock()
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run `fn` on the accounting thread (shared by every episode of the process)."""
+    global _accounting
+    if _accounting is None:
+        with _accounting_lock:
+            if _accounting is None:
+                _accounting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openenv-accounting")
+    return await asyncio.get_running_loop().run_in_executor(_accounting, functools.partial(fn, *args, **kwargs))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,7 +195,8 @@ async def run_episode(
     env_s += time.monotonic() - t0
 
     stop = tuple(config.sampling.stop_token_ids) or (tokenizer.eos_token_id,)
-    ledger = TokenLedger(
+    ledger = await _off_loop(
+        TokenLedger,
         tokenizer,
         list(prompt),
         tools=tools,
@@ -185,14 +212,11 @@ async def run_episode(
         if budget <= 0:
             truncated = True
             break
-        params = dataclasses.replace(
-            config.sampling, max_tokens=min(config.sampling.max_tokens, budget), stop_token_ids=stop
-        )
+        params = dataclasses.replace(config.sampling, max_tokens=min(config.sampling.max_tokens, budget), stop_token_ids=stop)
         t0 = time.monotonic()
         completion = check_completion(await backend.agenerate(ledger.ids, params), params)
         generation_s += time.monotonic() - t0
-        message = parse_assistant(tokenizer, completion.token_ids, prefix=ledger.ids, tools=tools)
-        ledger.add_sampled(completion.token_ids, completion.logprobs, message)
+        message = await _off_loop(_account_turn, ledger, tokenizer, completion.token_ids, completion.logprobs, tools)
         turns += 1
         if completion.finish_reason == "length":
             truncated = True
@@ -211,7 +235,7 @@ async def run_episode(
             env_s += time.monotonic() - t0
             tool_errors += failed
             results.append({"role": "tool", "name": call.name, "content": text})
-        ledger.add_messages(results)
+        await _off_loop(ledger.add_messages, results)
 
     t0 = time.monotonic()
     score = await agrade(rubric, session)
@@ -237,6 +261,15 @@ async def run_episode(
         completion_tool_output_mask=ledger.completion_tool_output_mask(),
         completion_tool_names=ledger.completion_tool_output_names,
     )
+
+
+def _account_turn(
+    ledger: TokenLedger, tokenizer: Any, token_ids: list[int], logprobs: list[float], tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Parse a sampled turn and add it to the ledger; the assistant message."""
+    message = parse_assistant(tokenizer, token_ids, prefix=ledger.ids, tools=tools)
+    ledger.add_sampled(token_ids, logprobs, message)
+    return message
 
 
 async def _call_tool(session: Any, call: ToolCall) -> tuple[str, bool]:

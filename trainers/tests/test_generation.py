@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from typing import Any
 
 import pytest
@@ -77,6 +78,84 @@ def test_concurrent_async_requests_are_batched_and_each_gets_its_own_completion(
     assert calls == [len(prompts)]
     for prompt, completion in zip(prompts, results, strict=True):
         assert torch.allclose(torch.tensor(completion.logprobs), forward_logprobs(model, prompt, completion.token_ids, 1.0), atol=1e-4)
+
+
+def _counting_backend(model: Any, tokenizer: Any, **kwargs: Any) -> tuple[TransformersBackend, list[int]]:
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id, **kwargs)
+    sizes: list[int] = []
+    original = backend._generate_batch
+
+    def counting(prompts: Any, params: Any) -> Any:
+        sizes.append(len(prompts))
+        return original(prompts, params)
+
+    backend._generate_batch = counting  # type: ignore[method-assign]
+    return backend, sizes
+
+
+def _staggered(backend: TransformersBackend, prompts: list[list[int]], gap_s: float, params: SamplingParams) -> list[Completion]:
+    async def one(i: int, prompt: list[int]) -> Completion:
+        await asyncio.sleep(i * gap_s)
+        return await backend.agenerate(prompt, params)
+
+    async def run() -> list[Completion]:
+        return await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+
+    return asyncio.run(run())
+
+
+def test_requests_arriving_one_after_another_within_the_window_share_one_batch(model: Any, tokenizer: Any) -> None:
+    # The episodes of a step ask for their next turn one after another: 8 requests 50 ms apart
+    # span 350 ms, past the 200 ms window, but no gap reaches it, so they are one batch.
+    backend, sizes = _counting_backend(model, tokenizer, batch_window_s=0.2, max_batch_wait_s=5.0)
+    prompts = (_prompts(tokenizer) * 2)[:8]
+    results = _staggered(backend, prompts, 0.05, SamplingParams(max_tokens=4, stop_token_ids=(tokenizer.eos_token_id,)))
+    assert sizes == [8]
+    assert all(len(c.token_ids) >= 1 for c in results)
+
+
+def test_a_batch_closes_after_a_quiet_window_and_at_the_longest_wait(model: Any, tokenizer: Any) -> None:
+    params = SamplingParams(max_tokens=2, stop_token_ids=(tokenizer.eos_token_id,))
+    backend, sizes = _counting_backend(model, tokenizer, batch_window_s=0.02, max_batch_wait_s=5.0)
+    _staggered(backend, _prompts(tokenizer)[:2], 0.3, params)  # a gap longer than the window: two batches
+    assert sizes == [1, 1]
+    backend, sizes = _counting_backend(model, tokenizer, batch_window_s=0.1, max_batch_wait_s=0.15)
+    _staggered(backend, _prompts(tokenizer) * 3, 0.06, params)  # never quiet for 0.1 s: closed by the longest wait
+    assert len(sizes) >= 2 and sum(sizes) == 12
+
+
+def test_requests_made_while_the_model_generates_gather_into_the_next_batch(model: Any, tokenizer: Any) -> None:
+    backend, sizes = _counting_backend(model, tokenizer, batch_window_s=0.005, max_batch_wait_s=10.0)
+    counting = backend._generate_batch
+    params = SamplingParams(max_tokens=2, stop_token_ids=(tokenizer.eos_token_id,))
+    prompts = _prompts(tokenizer)
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+
+        def slow(batch: Any, batch_params: Any) -> Any:
+            if not sizes:  # the first batch holds the model for half a second
+                loop.call_soon_threadsafe(started.set)
+                time.sleep(0.5)
+            return counting(batch, batch_params)
+
+        backend._generate_batch = slow  # type: ignore[method-assign]
+        first = asyncio.ensure_future(backend.agenerate(prompts[0], params))
+        await started.wait()
+        later = []
+        for prompt in prompts[1:]:  # 3 requests 50 ms apart (10 x the window) while the model is busy
+            later.append(asyncio.ensure_future(backend.agenerate(prompt, params)))
+            await asyncio.sleep(0.05)
+        await asyncio.gather(first, *later)
+
+    asyncio.run(run())
+    assert sizes == [1, 3]
+
+
+def test_batch_limits_are_checked(model: Any, tokenizer: Any) -> None:
+    with pytest.raises(ValueError, match="max_batch_wait_s"):
+        TransformersBackend(model, pad_token_id=0, batch_window_s=0.5, max_batch_wait_s=0.1)
 
 
 @pytest.mark.parametrize(

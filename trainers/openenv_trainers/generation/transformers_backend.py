@@ -3,7 +3,12 @@
 It batches prompts (left-padded) through `model.generate` and reads each sampled token's logprob
 from the scores the sampler used: `processed_logprobs` (after temperature, top-k and top-p,
 vLLM's `--logprobs-mode processed_logprobs`) by default, `raw_logprobs` on request. Concurrent
-`agenerate` calls are gathered into one batch for `batch_window_s`.
+`agenerate` calls are gathered into one batch: a batch closes once no new request has come for
+`batch_window_s`, or `max_batch_wait_s` after its first request, or at `max_batch_size` prompts.
+The window restarts with each request because the episodes of a step ask for their next turn
+one after the other, as each finishes its accounting and tool calls: a window counted from the
+first request closed on a few of them and split the step's turns into many small batches, each
+paying a whole `model.generate` (docs/benchmarks.md).
 
 The model object is used as is: when it is the trainer's model, every batch samples from the
 current weights (no weight sync needed).
@@ -38,6 +43,7 @@ class TransformersBackend:
         pad_token_id: int,
         logprobs_mode: str = "processed_logprobs",
         batch_window_s: float = 0.005,
+        max_batch_wait_s: float = 0.25,
         max_batch_size: int = 64,
     ) -> None:
         """Wrap a model; nothing runs until the first request.
@@ -46,17 +52,22 @@ class TransformersBackend:
             model: a transformers causal LM (its device is used for inputs).
             pad_token_id: the token that left-pads prompts in a batch.
             logprobs_mode: `processed_logprobs` (after temperature/top-k/top-p) or `raw_logprobs`.
-            batch_window_s: how long `agenerate` waits to gather concurrent requests, in seconds.
+            batch_window_s: a batch closes when no request has come for this long, in seconds.
+            max_batch_wait_s: the longest a request waits for its batch to close, in seconds.
             max_batch_size: the most prompts in one `model.generate` call.
         """
         if logprobs_mode not in LOGPROBS_MODES:
             raise ValueError(f"logprobs_mode must be one of {LOGPROBS_MODES}, got {logprobs_mode!r}")
-        if batch_window_s < 0 or max_batch_size < 1:
-            raise ValueError("batch_window_s must be >= 0 and max_batch_size >= 1")
+        if batch_window_s < 0 or max_batch_wait_s < batch_window_s or max_batch_size < 1:
+            raise ValueError(
+                "batch_window_s must be >= 0, max_batch_wait_s >= batch_window_s and max_batch_size >= 1, got "
+                f"{batch_window_s}, {max_batch_wait_s}, {max_batch_size}"
+            )
         self.model = model
         self.pad_token_id = pad_token_id
         self.logprobs_mode = logprobs_mode
         self.batch_window_s = batch_window_s
+        self.max_batch_wait_s = max_batch_wait_s
         self.max_batch_size = max_batch_size
         self._lock = threading.Lock()
         self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
@@ -135,35 +146,64 @@ class TransformersBackend:
 
 
 class _Batcher:
-    """Gathers the `agenerate` calls of one event loop into batches (one per distinct SamplingParams)."""
+    """Gathers the `agenerate` calls of one event loop into batches (one per distinct SamplingParams).
+
+    While a batch is generating, the next one keeps gathering past its window (its requests would
+    wait for the model anyway) and closes the moment the model is free.
+    """
 
     def __init__(self, backend: TransformersBackend) -> None:
         self.backend = backend
         self.pending: dict[SamplingParams, list[tuple[list[int], asyncio.Future[Completion]]]] = {}
-        self.scheduled = False
+        self.first_at: float | None = None  # loop time of the open batch's first request
+        self.timer: asyncio.TimerHandle | None = None
+        self.generating = False
+        self.due = False  # the open batch's window has passed while the model was busy
 
     async def submit(self, prompt: list[int], params: SamplingParams) -> Completion:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Completion] = loop.create_future()
         self.pending.setdefault(params, []).append((prompt, future))
-        if not self.scheduled:
-            self.scheduled = True
-            loop.call_later(self.backend.batch_window_s, lambda: loop.create_task(self.flush()))
+        now = loop.time()
+        if self.first_at is None:
+            self.first_at = now
+        if self.timer is not None:
+            self.timer.cancel()
+        if sum(len(items) for items in self.pending.values()) >= self.backend.max_batch_size:
+            delay = 0.0
+        else:
+            delay = min(self.backend.batch_window_s, self.first_at + self.backend.max_batch_wait_s - now)
+        self.timer = loop.call_later(max(delay, 0.0), self._close)
         return await future
 
-    async def flush(self) -> None:
-        pending, self.pending, self.scheduled = self.pending, {}, False
-        for params, items in pending.items():
-            live = [(p, f) for p, f in items if not f.done()]
-            if not live:
-                continue
-            try:
-                results = await asyncio.to_thread(self.backend.generate, [p for p, _ in live], params)
-            except BaseException as e:
-                for _, future in live:
+    def _close(self) -> None:
+        self.timer = None
+        if self.generating:
+            self.due = True
+            return
+        asyncio.get_running_loop().create_task(self._generate())
+
+    async def _generate(self) -> None:
+        pending, self.pending, self.first_at, self.due = self.pending, {}, None, False
+        self.generating = True
+        try:
+            for params, items in pending.items():
+                live = [(p, f) for p, f in items if not f.done()]
+                if not live:
+                    continue
+                try:
+                    results = await asyncio.to_thread(self.backend.generate, [p for p, _ in live], params)
+                except BaseException as e:
+                    for _, future in live:
+                        if not future.done():
+                            future.set_exception(e)
+                    continue
+                for (_, future), result in zip(live, results, strict=True):
                     if not future.done():
-                        future.set_exception(e)
-                continue
-            for (_, future), result in zip(live, results, strict=True):
-                if not future.done():
-                    future.set_result(result)
+                        future.set_result(result)
+        finally:
+            self.generating = False
+            if self.due and self.pending:
+                if self.timer is not None:
+                    self.timer.cancel()
+                self._close()
