@@ -130,6 +130,11 @@ def server_error(payload: Any) -> ServerError:
     return error_class(code)(message, code=code, details=details)
 
 
+def _malformed(what: str, model: str, e: ValidationError) -> ServerError:
+    """The error for an MCP reply whose result is not the MCP type it should be."""
+    return ServerError(f"MCP {what}: the reply's result is not a valid {model}: {validation_message(e)}", code="UNKNOWN")
+
+
 def _check_timeout(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not (0 < value < math.inf):
         raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
@@ -290,13 +295,22 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         import mcp_types
 
         tools = self._mcp_result(reply, "tools/list").get("tools")
-        return [mcp_types.Tool.model_validate(tool) for tool in tools or ()]
+        if not isinstance(tools, list | None):
+            raise ServerError(f"MCP tools/list: `tools` is not a list: {str(tools)[:300]}", code="UNKNOWN")
+        try:
+            return [mcp_types.Tool.model_validate(tool) for tool in tools or ()]
+        except ValidationError as e:
+            raise _malformed("tools/list", "Tool", e) from e
 
     def _tool_result_from(self, reply: Any, name: str) -> mcp_types.CallToolResult:
         """The result of a `tools/call` reply from the session's WebSocket."""
         import mcp_types
 
-        return mcp_types.CallToolResult.model_validate(self._mcp_result(reply, f"tools/call {name!r}", tool=name))
+        what = f"tools/call {name!r}"
+        try:
+            return mcp_types.CallToolResult.model_validate(self._mcp_result(reply, what, tool=name))
+        except ValidationError as e:
+            raise _malformed(what, "CallToolResult", e) from e
 
     def _mcp_result(self, reply: Any, what: str, *, tool: str | None = None) -> dict[str, Any]:
         """The `result` of the server's JSON-RPC reply; a JSON-RPC error raises `ToolCallError`,

@@ -72,3 +72,56 @@ async def test_the_async_client_on_the_websocket(echo_server: str, echo_module: 
 def test_an_unknown_transport_is_refused(echo_server: str) -> None:
     with pytest.raises(ValueError, match="tool_transport must be one of"):
         EnvClient(echo_server, tool_transport="grpc")  # type: ignore[arg-type]
+
+
+def _server_with_mcp_results(results: dict[str, Any]) -> Any:
+    """A WebSocket server speaking the session protocol whose MCP replies carry `results` by
+    method: what a faulty or foreign server could send; ours never does."""
+    import json
+
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket
+
+    async def ws(websocket: WebSocket) -> None:
+        await websocket.accept()
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            request = json.loads(message["text"])
+            if request["type"] == "mcp":
+                rpc = request["data"]
+                data: Any = {"jsonrpc": "2.0", "id": rpc.get("id"), "result": results[rpc["method"]]}
+                kind = "mcp"
+            elif request["type"] == "session":
+                data, kind = {"session_id": "fake", "mcp_token": "fake-token"}, "session"
+            else:
+                data, kind = {"observation": {"echoed_message": ""}, "reward": None, "done": False}, "observation"
+            await websocket.send_text(json.dumps({"type": kind, "data": data, "id": request.get("id")}))
+
+    return Starlette(routes=[WebSocketRoute("/ws", ws)])
+
+
+@pytest.mark.parametrize(
+    ("results", "call", "expected"),
+    [
+        ({"tools/call": {"content": "not a list"}}, lambda env: env.call_tool("echo", message="x"), "not a valid CallToolResult: content"),
+        ({"tools/list": {"tools": [{"name": 3}]}}, lambda env: env.list_tools(), "not a valid Tool: name"),
+        ({"tools/list": {"tools": "echo"}}, lambda env: env.list_tools(), "`tools` is not a list"),
+    ],
+)
+def test_a_malformed_mcp_result_on_the_websocket_is_a_server_error(
+    results: dict[str, Any], call: Any, expected: str, echo_module: ModuleType
+) -> None:
+    from openenv_sdk.errors import ServerError
+    from openenv_sdk.testing import serve_app
+
+    with serve_app(_server_with_mcp_results(results)) as url, EnvClient(
+        url, env_cls=echo_module.EchoEnvironment, tool_transport="websocket"
+    ) as env:
+        env.reset()
+        with pytest.raises(ServerError, match=expected) as caught:
+            call(env)
+        assert not isinstance(caught.value, ToolCallError)  # not the agent's mistake: the server's
+        env.reset()  # the session's connection goes on
