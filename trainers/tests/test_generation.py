@@ -58,28 +58,6 @@ def test_raw_logprobs_ignore_the_temperature(model: Any, tokenizer: Any) -> None
     assert torch.allclose(torch.tensor(completion.logprobs), forward_logprobs(model, prompt, completion.token_ids, 1.0), atol=1e-4)
 
 
-def test_concurrent_async_requests_are_batched_and_each_gets_its_own_completion(model: Any, tokenizer: Any) -> None:
-    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id, batch_window_s=0.05)
-    calls: list[int] = []
-    original = backend._generate_batch
-
-    def counting(prompts: Any, params: Any) -> Any:
-        calls.append(len(prompts))
-        return original(prompts, params)
-
-    backend._generate_batch = counting  # type: ignore[method-assign]
-    prompts = _prompts(tokenizer)
-    params = SamplingParams(max_tokens=6, stop_token_ids=(tokenizer.eos_token_id,))
-
-    async def run() -> list[Completion]:
-        return await asyncio.gather(*(backend.agenerate(p, params) for p in prompts))
-
-    results = asyncio.run(run())
-    assert calls == [len(prompts)]
-    for prompt, completion in zip(prompts, results, strict=True):
-        assert torch.allclose(torch.tensor(completion.logprobs), forward_logprobs(model, prompt, completion.token_ids, 1.0), atol=1e-4)
-
-
 def _counting_backend(model: Any, tokenizer: Any, **kwargs: Any) -> tuple[TransformersBackend, list[int]]:
     backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id, **kwargs)
     sizes: list[int] = []
@@ -91,6 +69,20 @@ def _counting_backend(model: Any, tokenizer: Any, **kwargs: Any) -> tuple[Transf
 
     backend._generate_batch = counting  # type: ignore[method-assign]
     return backend, sizes
+
+
+def test_concurrent_async_requests_are_batched_and_each_gets_its_own_completion(model: Any, tokenizer: Any) -> None:
+    backend, calls = _counting_backend(model, tokenizer, batch_window_s=0.05)
+    prompts = _prompts(tokenizer)
+    params = SamplingParams(max_tokens=6, stop_token_ids=(tokenizer.eos_token_id,))
+
+    async def run() -> list[Completion]:
+        return await asyncio.gather(*(backend.agenerate(p, params) for p in prompts))
+
+    results = asyncio.run(run())
+    assert calls == [len(prompts)]
+    for prompt, completion in zip(prompts, results, strict=True):
+        assert torch.allclose(torch.tensor(completion.logprobs), forward_logprobs(model, prompt, completion.token_ids, 1.0), atol=1e-4)
 
 
 def _staggered(backend: TransformersBackend, prompts: list[list[int]], gap_s: float, params: SamplingParams) -> list[Completion]:
