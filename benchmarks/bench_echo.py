@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from _docs import marked_sections
+from _proc import wait_until_idle
 from _rawws import RawWebSocket, serve_fixed_reply
 from _report import (
     ConcurrencyResult,
@@ -145,31 +146,6 @@ def process_tree_rss_kib(root_pid: int) -> int:
         except OSError:
             pass
     return total
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds used by `pid` so far (0 if gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(b")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_until_idle(pid: int, *, window_s: float = 0.5, busy_share: float = 0.05, timeout_s: float) -> float:
-    """Wait until `pid` uses under `busy_share` of a core over `window_s` (its start-up work
-    done); return the seconds waited."""
-    started = time.monotonic()
-    last = process_cpu_s(pid)
-    while time.monotonic() - started < timeout_s:
-        time.sleep(window_s)
-        now = process_cpu_s(pid)
-        if now - last < busy_share * window_s:
-            break
-        last = now
-    return time.monotonic() - started
 
 
 def process_tree_threads(root_pid: int) -> int:

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from _docs import write_marked_section
+from _proc import wait_until_idle
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS_MD = REPO / "docs" / "benchmarks.md"
@@ -409,6 +410,9 @@ def run_env(spec: EnvSpec, model_name: str, args: argparse.Namespace) -> EnvRun:
     source = make_source(spec.env_dir, timeline)
     try:
         source.start()  # the server's start is not part of any step
+        pid = getattr(source.provider, "pid", None)
+        if pid is not None:  # its background start-up work (the MCP import) is not part of any call
+            wait_until_idle(pid, timeout_s=30.0)
         tools = tool_schemas(source.tools())
         rubric = spec.rubric() if spec.rubric is not None else source.grader()
         alone_ms = time_calls_alone(source, spec, rubric, timeline, args.alone_episodes) if args.alone_episodes else {}
