@@ -82,7 +82,12 @@ GPU_HISTORY = (
     "into many small `model.generate` calls. (3) Now the accounting runs on its own thread (`episode.py`) and "
     "the batcher closes a batch when no request has come for 5 ms (at most 250 ms after its first), and keeps "
     "gathering while the model is busy (`TransformersBackend`): echo 1.55 % of a 2.92 s step, guess 1.42 % of "
-    "a 6.18 s step; a tool call in training takes 2.7-2.8 ms, as alone (2.6 / 1.5 ms).",
+    "a 6.18 s step; a tool call in training takes 2.7-2.8 ms. The rows' figures for calls made alone (1.5-2.7 ms) "
+    "are too high: they were timed while the server still imported the official MCP server in the background; "
+    "the benchmark now waits for the server to go idle first. Rerun so on an H100 80GB (same sizes and seed; "
+    "`benchmarks/results/env_share_h100.json`): guess 1.41 % of a 10.1 s step, echo 1.42 % of a 3.75 s step; a "
+    "tool call 3.0 / 2.3 ms in training, 0.4 / 0.6 ms alone: what is left is the wait for the shared rollout "
+    "loop and the GIL while generation runs.",
 )
 
 
@@ -769,8 +774,9 @@ def docs_section(data: dict[str, Any]) -> str:
             "During training a tool call takes several times as long as the same call made alone before "
             f"training ({', '.join(r['env'] + ' with ' + r['model'] + ' on ' + r.get('device', '?') for r in slow)}): "
             "the event loop that carries the environment calls lives in the trainer's process and carries every "
-            "episode's turns too (parsing, chat-template rendering), beside generation (a Python loop in a worker "
-            "thread that holds the GIL most of the time), and on a CPU the environment's server shares the cores. "
+            "episode at once, beside generation (a Python loop in a worker thread that holds the GIL most of the "
+            "time) and the episodes' token accounting (its own thread, also taking turns at the GIL), and on a CPU "
+            "the environment's server shares the cores. "
             "So most of these env seconds are the client not yet getting to a reply that has come, not the "
             "environment's own work, and most of them overlap generation (*exposed* is what is not).",
             "",
