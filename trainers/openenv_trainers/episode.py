@@ -21,7 +21,6 @@ import asyncio
 import dataclasses
 import functools
 import math
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,18 +38,13 @@ __all__ = ["EpisodeConfig", "EpisodeResult", "Segment", "run_episode"]
 
 T = TypeVar("T")
 
-_accounting: ThreadPoolExecutor | None = None
-_accounting_lock = threading.Lock()
+_ACCOUNTING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openenv-accounting")
+"""The accounting thread, shared by every episode of the process (started at its first job)."""
 
 
 async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run `fn` on the accounting thread (shared by every episode of the process)."""
-    global _accounting
-    if _accounting is None:
-        with _accounting_lock:
-            if _accounting is None:
-                _accounting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openenv-accounting")
-    return await asyncio.get_running_loop().run_in_executor(_accounting, functools.partial(fn, *args, **kwargs))
+    """Run `fn` on the accounting thread."""
+    return await asyncio.get_running_loop().run_in_executor(_ACCOUNTING, functools.partial(fn, *args, **kwargs))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -157,7 +157,7 @@ class _Batcher:
         self.pending: dict[SamplingParams, list[tuple[list[int], asyncio.Future[Completion]]]] = {}
         self.first_at: float | None = None  # loop time of the open batch's first request
         self.timer: asyncio.TimerHandle | None = None
-        self.generating = False
+        self.generating: asyncio.Task[None] | None = None  # the batch on the model now
         self.due = False  # the open batch's window has passed while the model was busy
 
     async def submit(self, prompt: list[int], params: SamplingParams) -> Completion:
@@ -178,14 +178,13 @@ class _Batcher:
 
     def _close(self) -> None:
         self.timer = None
-        if self.generating:
+        if self.generating is not None:
             self.due = True
             return
-        asyncio.get_running_loop().create_task(self._generate())
-
-    async def _generate(self) -> None:
         pending, self.pending, self.first_at, self.due = self.pending, {}, None, False
-        self.generating = True
+        self.generating = asyncio.get_running_loop().create_task(self._generate(pending))
+
+    async def _generate(self, pending: dict[SamplingParams, list[tuple[list[int], asyncio.Future[Completion]]]]) -> None:
         try:
             for params, items in pending.items():
                 live = [(p, f) for p, f in items if not f.done()]
@@ -202,7 +201,7 @@ class _Batcher:
                     if not future.done():
                         future.set_result(result)
         finally:
-            self.generating = False
+            self.generating = None
             if self.due and self.pending:
                 if self.timer is not None:
                     self.timer.cancel()
