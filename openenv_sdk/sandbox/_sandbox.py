@@ -5,9 +5,10 @@
 
 - runs as the session's own uid (leased from a pool shared by every server on the host when the
   server is root; the server's uid otherwise), with no supplementary groups;
-- in new user, pid, mount, IPC and UTS namespaces, and a new network namespace unless asked
-  (`network=True`): it sees only its own processes (`kill -9 -1` reaches nobody else), and its
-  127.0.0.1 is its own (the server's API is unreachable);
+- in new user, pid, mount, IPC, UTS and network namespaces: it sees only its own processes
+  (`kill -9 -1` reaches nobody else), its 127.0.0.1 is its own (the server's API, host ports and
+  host abstract unix sockets are unreachable), and it has no resolver; what it may reach beyond
+  that is an `Egress` (`_network.py`): fixed endpoints relayed in, and an allowlist proxy;
 - sees a read-only system (`/usr`, `/etc`, the Python runtime), a fresh `/tmp`, `/proc` and
   `/dev`, its session folder (`root`) and whatever the caller mounts; nothing else of the host
   (no environment folder, no `hidden/`, no other session, no grading tree);
@@ -43,6 +44,7 @@ from .. import tracing
 from ._fs import remove_tree
 from ._isolation import Isolation, isolation_mode
 from ._limits import CommandResult, SandboxLimits
+from ._network import Egress, current_launch_egress, egress_plan
 from ._run import DEFAULT_PATH, _user_ids, apply_limits, count_processes, kill_session, run_command, run_process
 
 __all__ = ["Mount", "Sandbox"]
@@ -141,8 +143,8 @@ def base_argv(*, network: bool, cwd: str) -> list[str]:
         "/dev/shm",
         *_system_args(),
     ]
-    if not network:
-        argv.insert(1, "--unshare-net")
+    # always (`network` is ignored): what a command reaches is its Egress, relayed in (_network.py)
+    argv.insert(1, "--unshare-net")
     if os.geteuid() != 0:
         argv.insert(1, "--unshare-user")  # unprivileged: the user namespace maps our own uid
     return [*argv, "--chdir", cwd]
@@ -300,6 +302,7 @@ class Sandbox:
         base_dir: str | Path | None = None,
         mounts: Sequence[Mount] = (),
         isolation: Isolation | None = None,
+        network: Egress | None = None,
     ) -> None:
         """Lease a uid and make the session's folder (with `work/`, the default working directory).
 
@@ -309,6 +312,8 @@ class Sandbox:
             base_dir: where the folder is made (default: the system temp dir).
             mounts: host paths every command sees (read-only unless `writable`).
             isolation: default: bubblewrap, or the opt-out when the operator set it.
+            network: what every command may reach (default nothing): give a session's sandbox
+                `Egress.from_manifest(manifest.network, phase="agent")`, a grader's `phase="grading"`.
 
         Raises:
             IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
@@ -316,6 +321,7 @@ class Sandbox:
         self.isolation = isolation or isolation_mode()
         self.limits = limits or SandboxLimits()
         self.mounts = list(mounts)
+        self.network = network or Egress()
         self._as_root = os.geteuid() == 0
         self._lease: _UidLease | None = None
         self._procs: set[subprocess.Popen[bytes]] = set()
@@ -415,7 +421,7 @@ class Sandbox:
         timeout_s: float | None = None,
         max_output_bytes: int | None = None,
         mounts: Sequence[Mount] = (),
-        network: bool = False,
+        network: bool | Egress = False,
         limits: SandboxLimits | None = None,
     ) -> CommandResult:
         """Run one command in the sandbox; never raises for anything the command does.
@@ -429,17 +435,41 @@ class Sandbox:
             timeout_s: wall-clock limit (default: the sandbox's limits).
             max_output_bytes: bytes kept of stdout and of stderr each.
             mounts: extra host paths for this command only.
-            network: share the server's network (for agent programs that call a model API);
-                off by default: the command's loopback is its own.
+            network: what the command may reach: `False`, the sandbox's own egress (`network`,
+                nothing by default); `True`, that plus the endpoints of the agent launch being
+                run (`launch_egress`, set by `AgentHost.run_agent`: its model endpoint); an
+                `Egress`, exactly that. Never the host's network itself (except under the
+                opt-out, which has no namespaces).
             limits: replaces the sandbox's limits for this command.
         """
         options: dict[str, Any] = dict(
             cwd=cwd, env=env, stdin=stdin, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
             mounts=mounts, network=network, limits=limits,
         )  # fmt: skip
+        egress = self._egress(network)
+        if self.isolation is Isolation.BWRAP and not egress.empty:
+            return self._run_with_egress(command, egress, options)
         if tracing.enabled():
             return self._run_traced(command, options)
         return self._run(command, **options)
+
+    def _egress(self, network: bool | Egress) -> Egress:
+        if isinstance(network, Egress):
+            return network
+        return self.network.merged(current_launch_egress()) if network else self.network
+
+    def _run_with_egress(self, command: str | Sequence[str], egress: Egress, options: dict[str, Any]) -> CommandResult:
+        """`run` with `egress` relayed into the command's network namespace while it runs."""
+        self._check_open()
+        with egress_plan(egress) as plan:
+            argv = ["/bin/bash", "-c", command] if isinstance(command, str) else list(command)
+            cwd = Path(options["cwd"]) if options["cwd"] is not None else self.workspace
+            env = options["env"] if options["env"] is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
+            binds = [Mount(source=source, target=Path(target)) for source, target in plan.binds]
+            options = {**options, "env": {**env, **plan.env}, "mounts": [*options["mounts"], *binds], "network": False}
+            if tracing.enabled():
+                return self._run_traced([*plan.prefix, *argv], options)
+            return self._run([*plan.prefix, *argv], **options)
 
     def _run_traced(self, command: str | Sequence[str], options: dict[str, Any]) -> CommandResult:
         """`_run` in a span `openenv.sandbox.run` (the program's name, exit code, timeout, duration)."""
@@ -510,8 +540,10 @@ class Sandbox:
     ) -> subprocess.Popen[bytes]:
         """Start a long-lived process in the sandbox with stdin/stdout pipes (e.g. a worker that
         answers a grader). Killing it (`proc.kill()`) ends its whole pid namespace; `close()` ends
-        it too. The caller bounds its waits."""
+        it too. The caller bounds its waits. It has no network (`network` must stay False)."""
         self._check_open()
+        if network:
+            raise ValueError("a long-lived sandboxed process has no network; run the command with Sandbox.run(network=...)")
         cwd = Path(cwd) if cwd is not None else self.workspace
         environment = dict(env) if env is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
         preexec, _ = self._preexec(self.limits)
