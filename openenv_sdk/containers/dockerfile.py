@@ -38,9 +38,11 @@ CONTEXT_SDK_DIR = "wheels/sdk"
 CONTEXT_ENV_DIR = "env"
 REQUIREMENTS_FILE = "requirements.txt"
 IMAGE_ENV_DIR = "/env"
-SANDBOX_PACKAGES = ("bubblewrap", "util-linux")
+SANDBOX_PACKAGES = ("bubblewrap", "util-linux", "libseccomp2")
 """Debian packages every sandboxed environment's image gets: `bwrap` (the per-command namespaces
-of `openenv_sdk.sandbox`) and `setpriv` (util-linux, essential in Debian: normally present)."""
+of `openenv_sdk.sandbox`), `setpriv` (util-linux, essential in Debian: normally present) and
+libseccomp (compiles the sandbox's seccomp filter through `pyseccomp`; apt depends on it, so it is
+normally present too)."""
 _VENV = "/opt/openenv/venv"
 _WHEELS = "/tmp/openenv-wheels"
 

@@ -116,8 +116,10 @@ def run_process(
     stdin: str | bytes | None = None,
     kill: Callable[[int], None] = kill_session,
     cwd: str | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> CommandResult:
-    """Start `argv`, feed `stdin`, keep bounded output, and kill (`kill(pid)`) at the limits."""
+    """Start `argv`, feed `stdin`, keep bounded output, and kill (`kill(pid)`) at the limits.
+    `pass_fds` stay open in the child (bubblewrap's seccomp program)."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -129,6 +131,7 @@ def run_process(
             stderr=subprocess.PIPE,
             preexec_fn=preexec,
             close_fds=True,
+            pass_fds=tuple(pass_fds),
         )
     except (OSError, subprocess.SubprocessError) as e:  # SubprocessError: preexec failed (e.g. setuid)
         return CommandResult(stdout="", stderr=f"could not start: {e}", exit_code=127, duration_s=0.0)
