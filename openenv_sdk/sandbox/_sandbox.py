@@ -15,6 +15,11 @@
 - ends with every process it started: when the command exits or hits its limits, its pid
   namespace is killed, so nothing outlives it (`setsid`, double forks and `nohup` included).
 
+As root, each session is also bounded by the kernel as a whole (see `SandboxLimits`): its folder is
+a tmpfs of bounded size and inodes (`_workspace.py`), and its commands run in a cgroup of its own
+with a memory and a process bound (`_cgroup.py`); every command runs under a seccomp filter that
+denies ptrace and its relatives (`_seccomp.py`).
+
 `close()` kills whatever is left of the uid, removes the folder and returns the uid.
 With the opt-out (`Isolation.NONE`) commands run through `run_command`: same limits, no
 namespaces; `/health` and `openenv validate` say so.
@@ -26,6 +31,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import shlex
 import signal
 import site
 import stat
@@ -41,11 +47,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import tracing
+from ._cgroup import SessionCgroup, cgroup_support, remove_stale_cgroup
 from ._fs import remove_tree
 from ._isolation import Isolation, isolation_mode
 from ._limits import CommandResult, SandboxLimits
 from ._network import Egress, current_launch_egress, egress_plan
 from ._run import DEFAULT_PATH, _user_ids, apply_limits, count_processes, kill_session, run_command, run_process
+from ._seccomp import program_fd, program_path
+from ._workspace import mount_tmpfs, tmpfs_support, unmount
 
 __all__ = ["Mount", "Sandbox"]
 
@@ -119,8 +128,10 @@ def _system_args() -> list[str]:
     return args
 
 
-def base_argv(*, network: bool, cwd: str) -> list[str]:
-    """bubblewrap's arguments for one command, up to (not including) `--`."""
+def base_argv(*, network: bool, cwd: str, tmp_bytes: int | None = None) -> list[str]:
+    """bubblewrap's arguments for one command, up to (not including) `--`. `tmp_bytes` bounds the
+    command's own `/tmp` and `/dev/shm` (tmpfs: memory)."""
+    size = ["--size", str(tmp_bytes)] if tmp_bytes is not None else []
     argv = [
         "bwrap",
         "--unshare-pid",
@@ -137,8 +148,10 @@ def base_argv(*, network: bool, cwd: str) -> list[str]:
         "/proc",
         "--dev",
         "/dev",
+        *size,
         "--tmpfs",
         "/tmp",
+        *size,
         "--tmpfs",
         "/dev/shm",
         *_system_args(),
@@ -162,7 +175,21 @@ def drop_to(uid: int, gid: int) -> list[str]:
 def probe_argv() -> list[str]:
     """The isolation probe: a sandboxed `true`, as nobody when root (like a session)."""
     drop = drop_to(NOBODY, NOBODY) if os.geteuid() == 0 else []
-    return [*base_argv(network=False, cwd="/"), "--", *drop, "/bin/sh", "-c", "exit 0"]
+    argv = [*base_argv(network=False, cwd="/", tmp_bytes=1024**2), "--seccomp", str(LAUNCH_FD)]
+    return launcher(argv, cgroup_procs=[]) + ["--", *drop, "/bin/sh", "-c", "exit 0"]
+
+
+LAUNCH_FD = 9
+"""The descriptor `launcher` opens the seccomp program on (one digit: any shell can redirect it)."""
+
+
+def launcher(bwrap_argv: list[str], *, cgroup_procs: Sequence[str]) -> list[str]:
+    """A command line that starts `bwrap_argv` (which reads its filter from `LAUNCH_FD`) from any
+    process: a shell joins the session's cgroup (`cgroup_procs` files), opens the compiled filter
+    on `LAUNCH_FD` and execs bubblewrap. For callers that spawn the sandbox from a process of
+    their own; `Sandbox.run` and `popen` do the same in a preexec, without the shell."""
+    joins = "".join(f"echo 0 > {shlex.quote(procs)} || exit 125; " for procs in cgroup_procs)
+    return ["/bin/sh", "-c", f'{joins}exec "$@" {LAUNCH_FD}< "$0"', program_path(), *bwrap_argv]
 
 
 # --- uids: one per session, leased across every server on the host ---------------------------
@@ -195,16 +222,18 @@ class _UidLease:
             f"all {count} sandbox uids from {base} are in use; raise {UID_COUNT_ENV} or close sessions"
         )
 
-    def previous_folder(self) -> str:
-        """The folder the last holder recorded and did not clear (it died before `close()`)."""
+    def previous(self) -> list[str]:
+        """What the last holder recorded and did not clear (it died before `close()`): its folder,
+        then its cgroups."""
         return _read_record(self._fd)
 
-    def record(self, folder: Path | None) -> None:
-        """Note the session's folder in the lease file, so a later holder can remove it if we die."""
+    def record(self, folder: Path | None, cgroups: Sequence[str] = ()) -> None:
+        """Note the session's folder and cgroups in the lease file, so a later holder can remove
+        them if we die."""
         with contextlib.suppress(OSError):
             os.ftruncate(self._fd, 0)
             if folder is not None:
-                os.pwrite(self._fd, str(folder).encode(), 0)
+                os.pwrite(self._fd, "\n".join([str(folder), *cgroups]).encode(), 0)
 
     def release(self) -> None:
         with _held_lock:
@@ -218,22 +247,25 @@ _held_lock = threading.Lock()
 _swept = False
 
 
-def _read_record(fd: int) -> str:
+def _read_record(fd: int) -> list[str]:
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        return os.pread(fd, 4096, 0).decode().strip()
-    return ""
+        return [line for line in os.pread(fd, 8192, 0).decode().splitlines() if line.strip()]
+    return []
 
 
-def remove_leftover(folder: str) -> None:
-    """Remove a dead server's session folder (as recorded in its lease): only a root-owned real
-    folder named `openenv-*`, never a link."""
-    if not folder.startswith("/"):
-        return
-    path = Path(folder)
-    with contextlib.suppress(OSError):
-        info = os.lstat(path)
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and path.name.startswith("openenv-"):
-            remove_tree(path)
+def remove_leftover(record: list[str]) -> None:
+    """Remove a dead server's session (as recorded in its lease): its folder, only a root-owned
+    real folder named `openenv-*`, never a link (its tmpfs detached first), then its cgroups."""
+    folder = record[0] if record else ""
+    if folder.startswith("/"):
+        path = Path(folder)
+        with contextlib.suppress(OSError):
+            info = os.lstat(path)
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and path.name.startswith("openenv-"):
+                unmount(path)
+                remove_tree(path)
+    for cgroup in record[1:]:
+        remove_stale_cgroup(cgroup)
 
 
 def sweep_stale_leases() -> None:
@@ -256,10 +288,10 @@ def sweep_stale_leases() -> None:
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                folder = _read_record(fd)
-                if folder:
+                record = _read_record(fd)
+                if record:
                     kill_uid(int(uid_text))
-                    remove_leftover(folder)
+                    remove_leftover(record)
                     os.ftruncate(fd, 0)
             except OSError:
                 pass  # held by a live server
@@ -286,6 +318,10 @@ def kill_uid(uid: int, *, rounds: int = 50) -> int:
                 killed += 1
         time.sleep(0.01)
     return killed
+
+
+def _mib(size: int | None) -> str:
+    return "no limit" if size is None else f"{size / 1024**2:g} MiB"
 
 
 # --- the sandbox ----------------------------------------------------------------------------------
@@ -326,12 +362,16 @@ class Sandbox:
         self._lease: _UidLease | None = None
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._closed = False
+        self.cgroup: SessionCgroup | None = None
+        """The session's cgroup (memory and process bounds); None where cgroups cannot be had."""
+        self.workspace_bounded = False
+        """Whether the session's folder is a bounded tmpfs."""
         if self.isolation is Isolation.BWRAP and self._as_root:
             sweep_stale_leases()
             self._lease = _UidLease()
             self.uid = self.gid = self._lease.uid
-            kill_uid(self.uid)  # a crashed server's leftovers: its processes, then its folder
-            remove_leftover(self._lease.previous_folder())
+            kill_uid(self.uid)  # a crashed server's leftovers: its processes, then its folder and cgroups
+            remove_leftover(self._lease.previous())
         elif self.isolation is Isolation.NONE and self._as_root:
             ids = _user_ids(self.limits.sandbox_user)
             if ids is None or ids[0] == 0:
@@ -346,10 +386,27 @@ class Sandbox:
             os.chmod(self.root, 0o711 if self._as_root else 0o700)
             if self._lease is not None:
                 self._lease.record(self.root)
+                self._bound()
             self.workspace = self.make_dir("work")
         except BaseException:
-            self._release()
+            self._teardown()
             raise
+
+    def _bound(self) -> None:
+        """The session-wide kernel bounds, where this host gives them (`isolation_report()` says
+        which it does not): the folder becomes a bounded tmpfs, and a cgroup is made."""
+        limits = self.limits
+        if tmpfs_support() is None and (limits.workspace_bytes is not None or limits.workspace_inodes is not None):
+            mount_tmpfs(self.root, size_bytes=limits.workspace_bytes, inodes=limits.workspace_inodes, mode=0o711)
+            self.workspace_bounded = True
+        if cgroup_support().parents and (
+            limits.session_memory_bytes is not None or limits.session_max_processes is not None
+        ):
+            self.cgroup = SessionCgroup(
+                str(self.uid), memory_bytes=limits.session_memory_bytes, max_processes=limits.session_max_processes
+            )
+            assert self._lease is not None
+            self._lease.record(self.root, self.cgroup.paths)
 
     # --- folders ------------------------------------------------------------------------------
 
@@ -382,9 +439,20 @@ class Sandbox:
 
     # --- commands ---------------------------------------------------------------------------
 
-    def wrap(self, argv: Sequence[str], *, cwd: Path, mounts: Sequence[Mount] = (), network: bool = False) -> list[str]:
-        """The bubblewrap command line that runs `argv` in this sandbox."""
-        args = base_argv(network=network, cwd=str(cwd))
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        mounts: Sequence[Mount] = (),
+        network: bool = False,
+        seccomp_fd: int | None = None,
+    ) -> list[str]:
+        """The command line that runs `argv` in this sandbox, from any process: a short shell joins
+        the session's cgroup and hands bubblewrap the seccomp filter (`launcher`). With
+        `seccomp_fd` (a descriptor the caller passes to the child, which also joins the cgroup
+        itself), bubblewrap alone."""
+        args = base_argv(network=network, cwd=str(cwd), tmp_bytes=self.limits.workspace_bytes)
         # /tmp is the sandbox's own tmpfs: folders made in it are not the host's, so they get 0755
         # too (else a session folder under the host's /tmp is reachable only by its relative cwd)
         covered = ["/proc", "/dev", *SYSTEM_DIRS, *_runtime_dirs()]
@@ -399,9 +467,25 @@ class Sandbox:
             sources[target] = str(mount.source)
         chdir = args.index("--chdir")
         drop = drop_to(self.uid, self.gid) if self.privileged else []
-        return [*args[:chdir], *binds, *args[chdir:], "--", *drop, *argv]
+        filter_fd = LAUNCH_FD if seccomp_fd is None else seccomp_fd
+        bwrap = [*args[:chdir], *binds, "--seccomp", str(filter_fd), *args[chdir:]]
+        if seccomp_fd is None:
+            bwrap = launcher(bwrap, cgroup_procs=self._cgroup_procs())
+        return [*bwrap, "--", *drop, *argv]
+
+    def _cgroup_procs(self) -> list[str]:
+        return [f"{path}/cgroup.procs" for path in self.cgroup.paths] if self.cgroup is not None else []
 
     def _preexec(self, limits: SandboxLimits) -> tuple[Callable[[], None], int | None]:
+        cgroup = self.cgroup if self.isolation is Isolation.BWRAP else None
+        if cgroup is not None:
+            join = cgroup.join
+
+            def join_and_limit() -> None:
+                join()  # before exec: bubblewrap and all it starts count in the session's cgroup
+                apply_limits(limits, None, limits.max_processes, None)
+
+            return join_and_limit, None
         if self.isolation is Isolation.BWRAP and self.privileged:
             # bubblewrap starts as root; RLIMIT_NPROC binds the session's uid once setpriv drops to it
             return (lambda: apply_limits(limits, None, limits.max_processes, None)), None
@@ -519,14 +603,41 @@ class Sandbox:
                 stdout="", stderr=f"working directory {cwd} does not exist (was it deleted?)", exit_code=126, duration_s=0.0
             )
         preexec, _ = self._preexec(limits)
-        return run_process(
-            self.wrap(argv, cwd=cwd, mounts=mounts, network=network),
-            limits=limits,
-            env=environment,
-            preexec=preexec,
-            stdin=stdin,
-            cwd="/",
-        )
+        before = self.cgroup.counters() if self.cgroup is not None else None
+        seccomp_fd = program_fd()
+        try:
+            result = run_process(
+                self.wrap(argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd),
+                limits=limits,
+                env=environment,
+                preexec=preexec,
+                stdin=stdin,
+                cwd="/",
+                pass_fds=(seccomp_fd,),
+            )
+        finally:
+            os.close(seccomp_fd)
+        return self._with_bounds_hit(result, before)
+
+    def _with_bounds_hit(self, result: CommandResult, before: tuple[int, int] | None) -> CommandResult:
+        """Say in the result (a flag, and a line in stderr) when the session's cgroup bounds were hit
+        while the command ran (by it, or by another command of the session running meanwhile)."""
+        if self.cgroup is None or before is None:
+            return result
+        oom, refused = self.cgroup.counters()
+        notes = []
+        if oom > before[0]:
+            result.memory_limit_hit = True
+            notes.append(
+                f"[killed: the session's memory limit ({_mib(self.cgroup.memory_bytes)}) was reached; "
+                f"{oom - before[0]} process(es) killed]"
+            )
+        if refused > before[1]:
+            result.process_limit_hit = True
+            notes.append(f"[the session's process limit ({self.cgroup.max_processes} processes) was reached: a fork failed]")
+        if notes:
+            result.stderr = "\n".join([result.stderr.rstrip("\n"), *notes]).lstrip("\n")
+        return result
 
     def popen(
         self,
@@ -555,11 +666,15 @@ class Sandbox:
                 preexec_fn=lambda: apply_limits(self.limits, ids, None, None), close_fds=True,
             )  # fmt: skip
         else:
-            proc = subprocess.Popen(
-                self.wrap(argv, cwd=cwd, mounts=mounts, network=network), cwd="/", env=environment,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, preexec_fn=preexec,
-                close_fds=True,
-            )  # fmt: skip
+            seccomp_fd = program_fd()
+            try:
+                proc = subprocess.Popen(
+                    self.wrap(argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd), cwd="/",
+                    env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                    preexec_fn=preexec, close_fds=True, pass_fds=(seccomp_fd,),
+                )  # fmt: skip
+            finally:
+                os.close(seccomp_fd)
         self._procs = {p for p in self._procs if p.poll() is None}
         self._procs.add(proc)
         return proc
@@ -582,6 +697,8 @@ class Sandbox:
         self._procs.clear()
         if self.privileged and self.uid not in (0, os.getuid()):
             killed += kill_uid(self.uid)
+        if self.cgroup is not None:
+            self.cgroup.kill()  # what runs in the cgroup under another uid (the launcher, bubblewrap)
         return killed
 
     def close(self) -> None:
@@ -591,8 +708,19 @@ class Sandbox:
         self._closed = True
         try:
             self.kill_all()
-            remove_tree(self.root)
-            if self._lease is not None and not self.root.exists():
+        finally:
+            self._teardown()
+
+    def _teardown(self) -> None:
+        """Detach the tmpfs, remove the folder and the cgroup, return the uid (best effort: what
+        stays is recorded in the lease, for the uid's next holder)."""
+        try:
+            if hasattr(self, "root"):
+                if self.workspace_bounded:
+                    unmount(self.root)
+                remove_tree(self.root)
+            cgroup_gone = self.cgroup is None or self.cgroup.remove()
+            if self._lease is not None and not (hasattr(self, "root") and self.root.exists()) and cgroup_gone:
                 self._lease.record(None)
         finally:
             self._release()
