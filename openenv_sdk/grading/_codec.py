@@ -12,6 +12,13 @@ One message is one JSON value on one line. Values are encoded as:
     {"$": "s", "v": [...]}, {"$": "fs", "v": [...]}  set, frozenset
     {"$": "b", "v": "<base64>"}                     bytes
     {"$": "sl", "v": [start, stop, step]}           slice
+    {"$": "date", "v": "2024-05-01"}                datetime.date (ISO format)
+    {"$": "dtm", "v": "2024-05-01T08:30:00+02:00"}  datetime.datetime (naive, or a fixed UTC offset)
+    {"$": "tim", "v": "08:30:00"}                   datetime.time (naive, or a fixed UTC offset)
+    {"$": "td", "v": [days, seconds, microseconds]}  datetime.timedelta
+    {"$": "dec", "v": "1.50"}                       decimal.Decimal (its exact text)
+
+A date, time or datetime whose tzinfo is not a fixed offset (`datetime.timezone`) is no core value.
 
 Every other `{"$": tag, ...}` object is one end's business (remote objects, subclass values,
 exception classes, argument aliases): the codec hands such objects to that end's hooks. Every
@@ -20,10 +27,19 @@ bound (`Limits`) is checked while encoding and while decoding, so a hostile mess
 """
 
 import base64
+import datetime
+import decimal
 import json
 import math
 
-CORE_TAGS = ("f", "t", "d", "s", "fs", "b", "sl")
+CORE_TAGS = ("f", "t", "d", "s", "fs", "b", "sl", "date", "dtm", "tim", "td", "dec")
+_TEXT_TAGS = {
+    "date": datetime.date.fromisoformat,
+    "dtm": datetime.datetime.fromisoformat,
+    "tim": datetime.time.fromisoformat,
+    "dec": decimal.Decimal,
+}
+_MAX_DECIMAL_CHARS = 4100
 
 
 class CodecError(ValueError):
@@ -188,6 +204,19 @@ class Codec:
             return {"$": "b", "v": base64.b64encode(value).decode("ascii")}
         if t is slice:
             return {"$": "sl", "v": self._encode_items((value.start, value.stop, value.step), depth)}
+        if t is datetime.date:
+            return {"$": "date", "v": value.isoformat()}
+        if (t is datetime.datetime or t is datetime.time) and (
+            value.tzinfo is None or type(value.tzinfo) is datetime.timezone
+        ):
+            return {"$": "dtm" if t is datetime.datetime else "tim", "v": value.isoformat()}
+        if t is datetime.timedelta:
+            return {"$": "td", "v": [value.days, value.seconds, value.microseconds]}
+        if t is decimal.Decimal:
+            text = str(value)
+            if len(text) > _MAX_DECIMAL_CHARS:
+                raise CodecError(f"a Decimal of more than {_MAX_DECIMAL_CHARS} characters")
+            return {"$": "dec", "v": text}
         return self._encode_other(value, depth)
 
     def _encode_items(self, items, depth):
@@ -258,6 +287,20 @@ class Codec:
         if len(node) != 2 or "v" not in node:
             raise CodecError(f"a {tag!r} object must have exactly the keys '$' and 'v'")
         v = node["v"]
+        if tag in _TEXT_TAGS:
+            if type(v) is not str or len(v) > _MAX_DECIMAL_CHARS:
+                raise CodecError(f"a {tag!r} value must be a string of at most {_MAX_DECIMAL_CHARS} characters")
+            try:
+                return _TEXT_TAGS[tag](v)
+            except (ValueError, ArithmeticError):
+                raise CodecError(f"bad {tag!r} value {v[:40]!r}") from None
+        if tag == "td":
+            if type(v) is not list or len(v) != 3 or any(type(x) is not int for x in v):
+                raise CodecError("a timedelta needs three ints")
+            try:
+                return datetime.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
+            except OverflowError:
+                raise CodecError("a timedelta out of range") from None
         if tag == "f":
             if v not in ("inf", "-inf", "nan"):
                 raise CodecError(f"bad non-finite float {v!r}")

@@ -62,10 +62,14 @@ class RemoteObject:
     function, a generator...). Attribute reads, method calls and the builtin operations (`len`,
     `in`, iteration, indexing, `repr`, `str`, `bool`) are requests to the worker.
 
-    `==`, `!=` and `hash()` are never asked of the worker: they are identity (two proxies of one
-    remote object are one proxy), so an object whose `__eq__` says yes to everything cannot pass
-    `assert f(x) == expected`, nor `assert f(x) == f(y)`. Ordering is asked of the worker only
-    between two remote objects.
+    `==` and `!=` with a local value are never asked of the worker (an object whose `__eq__` says
+    yes to everything cannot pass `assert f(x) == expected`). Between two remote objects they are
+    identity (two proxies of one remote object are one proxy), and `hash()` too, unless the
+    session was made with `remote_equality=True`: then the solution's `__eq__`, `__ne__` and
+    `__hash__` answer (a bool and an int, checked), as tests of a library's value classes need
+    (`Version.parse("1.0.0+a") == Version.parse("1.0.0+b")`). Ordering is asked of the worker
+    only between two remote objects. A proxy of a class answers `isinstance(x, Cls)` and
+    `issubclass(Sub, Cls)` in the worker.
     """
 
     __slots__ = ("__weakref__", "_remote_info", "_remote_ref", "_remote_session")
@@ -140,6 +144,8 @@ class RemoteObject:
         return _checked(self._remote("__bool__"), bool, "__bool__")
 
     def __hash__(self) -> int:
+        if self._remote_session.remote_equality:
+            return int(_checked(self._remote("__hash__"), int, "__hash__"))
         return object.__hash__(self)
 
     def _compare(self, name: str, other: Any) -> Any:
@@ -147,11 +153,27 @@ class RemoteObject:
             return self._remote(name, other)
         return NotImplemented
 
+    def _equality(self, name: str, other: object) -> Any:
+        if (
+            isinstance(other, RemoteObject)
+            and other._remote_session is self._remote_session
+            and self._remote_session.remote_equality
+        ):
+            answer = self._remote(name, other)
+            return answer if type(answer) is bool else bool(answer)
+        return NotImplemented
+
     def __eq__(self, other: object) -> Any:
-        return True if other is self else NotImplemented
+        return True if other is self else self._equality("__eq__", other)
 
     def __ne__(self, other: object) -> Any:
-        return False if other is self else NotImplemented
+        return False if other is self else self._equality("__ne__", other)
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        return _checked(self._remote("__instancecheck__", instance), bool, "isinstance()")
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        return _checked(self._remote("__subclasscheck__", subclass), bool, "issubclass()")
 
     def __lt__(self, other: Any) -> Any:
         return self._compare("__lt__", other)
@@ -207,6 +229,7 @@ class RemoteModule(types.ModuleType):
     def __init__(self, name: str, session: RemoteSession) -> None:
         super().__init__(name, f"the solution's module {name!r}, served by a worker process")
         self.__dict__["_remote_session"] = session
+        self.__dict__["__path__"] = []  # a package to the import system: `import pkg.sub` asks the worker
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith(_BLOCKED_PREFIXES) and name != "__all__":
@@ -221,6 +244,82 @@ class RemoteModule(types.ModuleType):
         return f"<remote module {self.__name__!r}>"
 
 
+class RemoteValue:
+    """Mixin of the local stand-in of a value subclass of the solution's that has methods of its own
+    (`class Config(dict)` with `getint`): the value is a local copy (so `==`, `len`, iteration and
+    the base's operations are the builtin's, computed here), the class's own methods and attributes
+    are requests to the worker's object. A method that changes the object updates the copy.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        state = _value_state(self)
+        if state is None or name.startswith(_BLOCKED_PREFIXES):
+            raise AttributeError(name)
+        session, ref, _ = state
+        return session.get(ref, name)
+
+    def __del__(self) -> None:
+        state = _value_state(self)
+        if state is not None and state[1][0] == "o":
+            state[0]._release(state[1])
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        base = next(b for b in type(self).__mro__ if b in VALUE_BASES.values())
+        return (base, (plain(self, base.__name__),))
+
+
+def _value_state(value: Any) -> tuple[RemoteSession, tuple[Any, ...], Any] | None:
+    """(session, ref, the copy as the worker last reported it) of a `RemoteValue`."""
+    try:
+        state = object.__getattribute__(value, "__dict__").get("_remote_value")
+    except AttributeError:
+        return None
+    return state if type(state) is tuple else None
+
+
+def set_value_state(value: Any, session: RemoteSession, ref: tuple[Any, ...]) -> None:
+    """Attach a `RemoteValue` to its worker object; mutable copies keep what the worker sent."""
+    snapshot = plain(value, _base_name(value)) if isinstance(value, (list, dict, set)) else None
+    object.__getattribute__(value, "__dict__")["_remote_value"] = (session, ref, snapshot)
+
+
+def value_state(value: Any) -> tuple[RemoteSession, tuple[Any, ...], Any] | None:
+    return _value_state(value) if isinstance(value, RemoteValue) else None
+
+
+def _base_name(value: Any) -> str:
+    for name, base in VALUE_BASES.items():
+        if isinstance(value, base):
+            return name
+    raise TypeError(f"{type(value).__name__} is no value subclass")
+
+
+class _RemoteValueMethod:
+    """A method of a `RemoteValue`'s class, called in the worker on the object's handle."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        state = _value_state(instance)
+        if state is None:
+            raise AttributeError(self.name)
+        session, ref, _ = state
+        name = self.name
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return session.call(ref, name, args, kwargs, owner=instance)
+
+        method.__name__ = name
+        return method
+
+
 # --- local stand-ins of the solution's classes ------------------------------------------------------
 
 
@@ -229,11 +328,12 @@ class Mirrors:
 
     def __init__(self) -> None:
         self.values: dict[tuple[str, str, str], type] = {}
+        self.remote_values: dict[tuple[str, str, str, frozenset[str]], type] = {}
         self.exceptions: dict[tuple[str, str], type[BaseException]] = {}
         self.proxies: dict[tuple[str, str, bool], type[RemoteObject]] = {}
 
     def _room(self) -> None:
-        if len(self.values) + len(self.exceptions) + len(self.proxies) >= MAX_MIRRORS:
+        if len(self.values) + len(self.remote_values) + len(self.exceptions) + len(self.proxies) >= MAX_MIRRORS:
             raise CodecError(f"the worker named more than {MAX_MIRRORS} distinct classes")
 
     def value_class(self, module: str, qualname: str, base: str) -> Callable[[Any], Any]:
@@ -248,6 +348,24 @@ class Mirrors:
             name = qualname.rpartition(".")[2] or "Value"
             namespace = {"__module__": module, "__qualname__": qualname, "__slots__": (), "__remote_class__": key}
             cls = self.values[key] = type(name, (VALUE_BASES[base],), namespace)
+        return cls
+
+    def remote_value_class(self, info: TypeInfo, base: str) -> type:
+        """The stand-in of a value subclass with methods of its own (see `RemoteValue`)."""
+        key = (info.module, info.qualname, base, info.methods)
+        cls = self.remote_values.get(key)
+        if cls is None:
+            self._room()
+            name = info.qualname.rpartition(".")[2] or "Value"
+            namespace: dict[str, Any] = {
+                "__module__": info.module,
+                "__qualname__": info.qualname,
+                "__remote_class__": (info.module, info.qualname, base),
+            }
+            for method in info.methods:
+                if method.isidentifier() and not method.startswith("__"):
+                    namespace[method] = _RemoteValueMethod(method)
+            cls = self.remote_values[key] = type(name, (VALUE_BASES[base], RemoteValue), namespace)
         return cls
 
     def proxy_class(self, info: TypeInfo) -> type[RemoteObject]:
@@ -352,6 +470,14 @@ def build_exception(
                 exc = cls(message)
             except Exception:
                 exc = RemoteError(message)
+    attrs = decode(err["attrs"]) if "attrs" in err else None
+    if type(attrs) is dict:
+        for key, value in list(attrs.items())[:64]:
+            if type(key) is str and key.isidentifier() and not key.startswith("__") and not hasattr(type(exc), key):
+                try:
+                    setattr(exc, key, value)
+                except (AttributeError, TypeError):
+                    pass
     if isinstance(exc, RemoteError):
         desc = err.get("cls") or {}
         exc.type_name = f"{desc.get('m', '?')}.{desc.get('q', type_name)}"

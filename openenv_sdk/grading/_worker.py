@@ -18,16 +18,25 @@ Requests, one JSON object per line: {"id": n, "op": ..., "free": [handle ids no 
         name null: call the object; a name in DUNDERS: that builtin operation (len, in, iter...);
         else: call the method of that name.
 
-REF is {"$": "p", "p": [module, attr, ...]} (a path from a module: stable across workers) or
-{"$": "o", "h": id} (an object this worker returned). Replies, one JSON object per line:
+REF is {"$": "p", "p": [module, attr, ...]} (a path from a module, e.g. "pkg" or "pkg.sub": stable
+across workers) or {"$": "o", "h": id} (an object this worker returned). Replies, one JSON object
+per line:
 
-    {"id": n, "ok": value, "mut": [[arg, value], ...]}     arg: an index, or a keyword's name
+    {"id": n, "ok": value, "mut": [[arg, value], ...], "self": value}
     {"id": n, "err": {"kind": "raised" | "unsendable" | "import", "type": ..., "cls": ..., ...}}
 
 `mut` holds the new value of each list, dict or set argument that the call changed; a result
-that *is* such an argument is sent as {"$": "a", "i": arg}.
+that *is* such an argument is sent as {"$": "a", "i": arg}; `self`, the new plain value of a
+list, dict or set subclass instance whose method changed it.
+
+Arguments may be callbacks, {"$": "cb", "id": n}: callables of the trusted side (a test's lambda,
+a decorated function). Calling one here writes {"cb": n, "call": k, "args": [...], "kwargs": [...]}
+and reads lines until {"cbr": k, "ok": value} or {"cbr": k, "err": {...}}, serving the requests
+the callback makes meanwhile (nested calls). {"$": "g", "m": module, "q": qualname} names a
+global of the standard library or of the solution (a builtin type, an exception class).
 """
 
+import builtins
 import importlib
 import itertools
 import json
@@ -75,8 +84,12 @@ def _plain(base, value):
 
 
 class Server:
-    def __init__(self, modules, limits):
+    def __init__(self, modules, limits, requests=None, replies=None):
         self.modules = set(modules)
+        self.requests_in = requests
+        self.replies_out = replies
+        self.callbacks = {}
+        self.callback_calls = itertools.count(1)
         self.limits = limits
         self.objects = {}
         self.handle_of = {}
@@ -109,17 +122,24 @@ class Server:
             "__str__": str,
             "__bool__": bool,
             "__hash__": hash,
+            "__instancecheck__": lambda cls, obj: isinstance(obj, cls),
+            "__subclasscheck__": lambda cls, sub: issubclass(sub, cls),
         }
 
     # --- references -------------------------------------------------------------------
 
     def module(self, name):
-        if name not in self.modules:
+        if type(name) is not str or name.partition(".")[0] not in self.modules:
             raise LookupError(f"module {name!r} is not served by this worker")
         if name in sys.modules:
             return sys.modules[name]
         try:
             return importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:  # one of its own imports is missing: the import failed
+                sys.modules.pop(name, None)
+                raise _ImportFailed(name, e) from e
+            raise  # no such (sub)module: the caller's ModuleNotFoundError
         except BaseException as e:  # the solution's import failed: every use of it says why
             sys.modules.pop(name, None)
             raise _ImportFailed(name, e) from e
@@ -203,19 +223,52 @@ class Server:
     def _alias(self, value):
         return None if self._aliases is None else self._aliases.get(id(value))
 
+    def value_type_info(self, cls):
+        """Like `type_info`, for a subclass of a value type: its own methods (those its classes
+        define above the builtin base), or None when it has none or is not the solution's."""
+        known = self.types.get(cls)
+        if known is not None:
+            return known if type(known) is dict else None
+        module = str(getattr(cls, "__module__", "?"))
+        methods = []
+        attributes = False
+        if module.partition(".")[0] in self.modules:
+            for klass in cls.__mro__:
+                if getattr(klass, "__module__", None) == "builtins":
+                    continue
+                for name, attr in vars(klass).items():
+                    if name.startswith("__") or name in methods:
+                        continue
+                    attributes = True
+                    if callable(attr) or isinstance(attr, (staticmethod, classmethod)):
+                        methods.append(name)
+        if not attributes:
+            self.types[cls] = 0
+            return None
+        tid = len(self.types) + 1
+        info = {"y": tid, "t": {"m": module[:200], "q": str(getattr(cls, "__qualname__", "?"))[:200], "c": False,
+                                "f": methods[:1000]}}  # fmt: skip
+        self.types[cls] = {"y": tid}
+        return info
+
     def encode_other(self, value, depth):
         if isinstance(value, type) and issubclass(value, BaseException):
             return {"$": "e", "c": exception_class(value)}
         cls = type(value)
         for name, base in VALUE_BASES:
             if isinstance(value, base):
-                return {
+                node = {
                     "$": "v",
                     "base": name,
                     "m": str(getattr(cls, "__module__", "?"))[:200],
                     "q": str(getattr(cls, "__qualname__", cls.__name__))[:200],
                     "v": self.results.encode_part(_plain(base, value), depth + 1),
                 }
+                info = self.value_type_info(cls)
+                if info is not None:  # the solution's class with methods of its own: they stay callable
+                    node["h"] = self.handle(value)
+                    node.update(info)
+                return node
         if self._path is not None and depth == 0:
             return {"$": "p", "p": self._path, **self.type_info(cls)}
         return {"$": "o", "h": self.handle(value), **self.type_info(cls)}
@@ -226,6 +279,15 @@ class Server:
             return self.resolve(node)
         if tag == "pin":
             return self.pinned(node)
+        if tag == "cb":
+            key = node.get("id")
+            if type(key) is not int:
+                raise CodecError("bad callback id")
+            if key not in self.callbacks:
+                self.callbacks[key] = _callback(self, key, node.get("n"))
+            return self.callbacks[key]
+        if tag == "g":
+            return self.global_named(node.get("m"), node.get("q"))
         if tag == "v":
             return _rebuild(node, self.requests.decode_part(node["v"], depth + 1))
         raise CodecError(f"unknown tag {tag!r}")
@@ -244,6 +306,58 @@ class Server:
         value = self.pins[key][0]
         self._used_pins[id(value)] = key
         return value
+
+    def global_named(self, module, qualname):
+        """A global the trusted side named: a builtin, a standard-library or a solution's object."""
+        if type(module) is not str or type(qualname) is not str:
+            raise CodecError("bad global reference")
+        top = module.partition(".")[0]
+        if module == "builtins":
+            target = builtins
+        elif top in self.modules:
+            target = self.module(module)
+        elif top in sys.stdlib_module_names:
+            target = importlib.import_module(module)
+        else:
+            raise CodecError(f"module {module!r} is neither the standard library's nor the solution's")
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        return target
+
+    def call_back(self, key, name, args, kwargs):
+        """Call the trusted side's callable `key`: send the call, serve nested requests until its answer."""
+        call = next(self.callback_calls)
+        message = {
+            "cb": key,
+            "call": call,
+            "args": self.encode(list(args)),
+            "kwargs": self.encode([x for item in kwargs.items() for x in item]),
+        }
+        self.write(message)
+        for line in self.requests_in:
+            request = json.loads(line)
+            if request.get("cbr") == call:
+                break
+            self.write(self.serve(request))
+        else:
+            os._exit(0)  # the trusted side is gone
+        if "ok" in request:
+            return self.requests.decode(request["ok"])
+        err = request.get("err") or {}
+        cls = getattr(builtins, str(err.get("type")), None)
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            cls = RuntimeError
+        try:
+            error = cls(str(err.get("msg", "")))
+        except Exception:
+            error = RuntimeError(str(err.get("msg", "")))
+        error._openenv_callback_call = call
+        raise error
+
+    def write(self, message):
+        data = self.reply_codec.dumps(message)
+        self.replies_out.write(data)
+        self.replies_out.flush()
 
     # --- requests -------------------------------------------------------------------------
 
@@ -268,6 +382,11 @@ class Server:
                     pinned.append((key, value, self._used_pins[id(value)]))
                 elif type(value) in (list, dict, set):
                     mutables.append((key, value, _JSON_ENCODER.encode(self.encode(value))))
+            own = _value_base(target)
+            try:
+                own_before = _JSON_ENCODER.encode(self.encode(_plain(own, target))) if own is not None else None
+            except CodecError:
+                own = None
             name = request.get("name")
             if name is None:
                 result = target(*args, **kwargs)
@@ -277,6 +396,13 @@ class Server:
                 result = getattr(target, name)(*args, **kwargs)
             aliases = {id(value): {"$": "a", "i": key} for key, value, _ in mutables + pinned} or None
             reply = {"id": rid, "ok": self.encode(result, aliases=aliases)}
+            if own is not None:
+                try:
+                    own_after = self.encode(_plain(own, target))
+                except CodecError:
+                    own_after = None
+                if own_after is not None and _JSON_ENCODER.encode(own_after) != own_before:
+                    reply["self"] = own_after
         except _ImportFailed as e:
             reply = {"id": rid, "err": self.describe(e.error, "import", e.module)}
         except CodecError as e:
@@ -348,6 +474,15 @@ class Server:
         except BaseException:
             pass
         try:
+            attrs = {k: v for k, v in vars(error).items() if type(k) is str and not k.startswith("__")}
+            call = attrs.pop("_openenv_callback_call", None)
+            if type(call) is int:
+                out["callback_call"] = call
+            if attrs:
+                out["attrs"] = self.encode(dict(list(attrs.items())[:64]))
+        except BaseException:
+            pass
+        try:
             tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
             out["tb"] = tb[-limit:]
         except BaseException:
@@ -368,6 +503,25 @@ def exception_class(cls, depth=0):
     if out["m"] != "builtins" and depth < 16:
         out["b"] = [exception_class(b, depth + 1) for b in cls.__bases__[:8] if issubclass(b, BaseException)]
     return out
+
+
+def _value_base(target):
+    """The list, dict or set base of an instance of a subclass of one (whose methods may change it)."""
+    for base in (list, dict, set):
+        if isinstance(target, base) and type(target) is not base:
+            return base
+    return None
+
+
+def _callback(server, key, name):
+    """The worker's stand-in of a callable of the trusted side."""
+
+    def callback(*args, **kwargs):
+        return server.call_back(key, name, args, kwargs)
+
+    if type(name) is str and name.isidentifier():
+        callback.__name__ = callback.__qualname__ = name
+    return callback
 
 
 def _rebuild(node, value):
@@ -410,8 +564,8 @@ def main():
     sys.stdout = sys.stderr
     sys.dont_write_bytecode = True
     sys.path.insert(0, os.getcwd())
-    server = Server(config["modules"], limits)
-    reply_codec = Codec(limits, _no_encode, _no_tags)
+    server = Server(config["modules"], limits, requests, replies)
+    reply_codec = server.reply_codec = Codec(limits, _no_encode, _no_tags)
     for line in requests:
         request = None
         try:

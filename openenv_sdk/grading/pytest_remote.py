@@ -17,6 +17,8 @@ Options (each also read from an environment variable, the option winning):
   worker's command (`[python, "-I", "-S", "-c", script, config]`), e.g. a sandbox launcher.
 - `--remote-python` (`OPENENV_REMOTE_PYTHON`): the worker's interpreter (default: this one).
 - `--remote-timeout` (`OPENENV_REMOTE_TIMEOUT_S`): limit of each call, in seconds (default 10).
+- `--remote-equality` (`OPENENV_REMOTE_EQUALITY=1`): the solution's `__eq__`, `__ne__` and
+  `__hash__` decide `==`, `!=` and `hash()` between two of its objects (see `RemoteObject`).
 
 A failed test's report gets a "solution output" section: the tail of what the solution printed.
 """
@@ -43,6 +45,7 @@ _OPTIONS = {
     "remote_spawn_prefix": "OPENENV_REMOTE_SPAWN_PREFIX",
     "remote_python": "OPENENV_REMOTE_PYTHON",
     "remote_timeout": "OPENENV_REMOTE_TIMEOUT_S",
+    "remote_equality": "OPENENV_REMOTE_EQUALITY",
 }
 
 
@@ -53,6 +56,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--remote-spawn-prefix", help="JSON array of strings put before the worker's command")
     group.addoption("--remote-python", help="the worker's Python interpreter (default: this one)")
     group.addoption("--remote-timeout", help=f"limit of each call, in seconds (default {DEFAULT_TIMEOUT_S:g})")
+    group.addoption(
+        "--remote-equality",
+        action="store_const",
+        const="1",
+        help="the solution's __eq__/__ne__/__hash__ decide ==, != and hash() between two of its objects",
+    )
 
 
 def _option(config: pytest.Config, name: str) -> str | None:
@@ -79,6 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
             spawn=prefixed_spawn(prefix),
             python=_option(config, "remote_python") or sys.executable,
             timeout_s=float(timeout) if timeout else DEFAULT_TIMEOUT_S,
+            remote_equality=_option(config, "remote_equality") == "1",
         )
         session.install()
     except ValueError as e:

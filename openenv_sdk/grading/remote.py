@@ -12,11 +12,20 @@ only in the worker; what comes back is decoded with bounds (`Limits`), never unp
 
 What crosses the boundary:
 
-- values: None, bool, int, float, str, bytes, list, tuple, dict, set, frozenset, slice; instances
-  of subclasses of these come back as instances of local stand-in classes of the same name (with
-  the builtin's behaviour: `Symbol("a") == "a"`, `type(x).__name__ == "Symbol"`);
+- values: None, bool, int, float, str, bytes, list, tuple, dict, set, frozenset, slice, Decimal,
+  date, time, datetime, timedelta; instances of subclasses of the container and scalar types come
+  back as instances of local stand-in classes of the same name (with the builtin's behaviour:
+  `Symbol("a") == "a"`, `type(x).__name__ == "Symbol"`); where the solution's class has methods
+  of its own, they are requests to the worker's object (`RemoteValue`: `Config(dict).getint`);
 - other objects (instances of the solution's classes, functions, generators) come back as
   `RemoteObject` proxies: methods, attributes and builtin operations are requests;
+- packages: a module named in `modules` may be a package; `import pkg.sub` and
+  `from pkg.sub import f` get proxy modules too (an import finder of the session's);
+- callables of the trusted side passed as arguments (a test's lambda, a function to decorate)
+  become callbacks: when the solution calls one, the worker asks this process, which runs it
+  with the decoded arguments (while the worker serves the calls it makes in turn); builtins and
+  standard-library types and functions (`int`, `str.lower`, `datetime.date`) and the stand-ins of
+  the solution's exception classes are sent by name and are the worker's own;
 - exceptions: a builtin `Exception` subclass is raised as itself; the solution's own exception
   classes become local classes of the same name and builtin bases, deriving from `RemoteError`
   (so `pytest.raises(CycleError)` and `pytest.raises(ValueError)` both work); anything else,
@@ -34,11 +43,14 @@ alone). Remote objects of a killed worker raise `StaleHandle`.
 from __future__ import annotations
 
 import collections
+import importlib.abc
+import importlib.machinery
 import itertools
 import json
 import keyword
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -57,7 +69,9 @@ from openenv_sdk.grading._proxy import (
     TypeInfo,
     build_exception,
     plain,
+    set_value_state,
     value_form,
+    value_state,
 )
 from openenv_sdk.grading._script import worker_script
 
@@ -89,6 +103,7 @@ class RemoteSession:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         limits: Limits | None = None,
         output_limit_bytes: int = OUTPUT_LIMIT_BYTES,
+        remote_equality: bool = False,
     ) -> None:
         """Configure the session; the worker starts at the first call.
 
@@ -101,6 +116,10 @@ class RemoteSession:
             timeout_s: limit of each call, in seconds.
             limits: bounds on every message, both ways (default `Limits()`).
             output_limit_bytes: how much of the solution's latest output (stdout and stderr) is kept.
+            remote_equality: let the solution's `__eq__`, `__ne__` and `__hash__` decide `==`,
+                `!=` and `hash()` between two of its objects (never against a local value); off,
+                they are identity. Turn it on where tests compare instances of the solution's
+                classes with each other (a library's value types).
 
         Raises:
             ValueError: a bad module name, a non-positive timeout.
@@ -114,6 +133,7 @@ class RemoteSession:
         self.timeout_s = float(timeout_s)
         self.limits = limits or Limits()
         self.python = python
+        self.remote_equality = bool(remote_equality)
         self._spawn = spawn
         self._output_limit = output_limit_bytes
         self._lock = threading.RLock()
@@ -128,6 +148,10 @@ class RemoteSession:
         self._installed: list[str] = []
         self._closed = False
         self._last_output = ""
+        self._callbacks: dict[int, Any] = {}
+        self._callback_ids: dict[int, int] = {}
+        self._callback_errors: dict[int, BaseException] = {}
+        self._finder = _RemoteFinder(self)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -143,6 +167,7 @@ class RemoteSession:
         for name in self.modules:
             sys.modules[name] = RemoteModule(name, self)
             self._installed.append(name)
+        sys.meta_path.insert(0, self._finder)
         return self
 
     def close(self) -> None:
@@ -154,6 +179,8 @@ class RemoteSession:
                 if isinstance(sys.modules.get(name), RemoteModule):
                     del sys.modules[name]
             self._installed.clear()
+            if self._finder in sys.meta_path:
+                sys.meta_path.remove(self._finder)
 
     def __enter__(self) -> RemoteSession:
         return self
@@ -187,6 +214,9 @@ class RemoteSession:
             self._free = set()
             self._pins.clear()
             self._unpin.clear()
+            self._callbacks.clear()
+            self._callback_ids.clear()
+            self._callback_errors.clear()
             self._channel = Channel(
                 process, max_line_bytes=self.limits.max_message_bytes, output_limit_bytes=self._output_limit
             )
@@ -202,6 +232,11 @@ class RemoteSession:
         if ref[1] == self._generation:
             self._free.add(ref[2])
 
+    def serves(self, module: str) -> bool:
+        """Whether `module` is one of the solution's modules or a dotted submodule of one."""
+        parts = module.split(".")
+        return parts[0] in self.modules and all(part.isidentifier() for part in parts) and len(parts) <= MAX_PATH
+
     # --- calls -----------------------------------------------------------------------------
 
     def get(self, ref: tuple[Any, ...], name: str) -> Any:
@@ -209,9 +244,17 @@ class RemoteSession:
         with self._lock:
             return self._request({"op": "get", "ref": self._ref_form(ref), "name": name}, ref)
 
-    def call(self, ref: tuple[Any, ...], name: str | None, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    def call(
+        self,
+        ref: tuple[Any, ...],
+        name: str | None,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        owner: Any = None,
+    ) -> Any:
         """Call the remote object `ref` (`name` None), a builtin operation on it (`name` a dunder
-        the worker knows) or its method `name`; changed list, dict and set arguments are updated."""
+        the worker knows) or its method `name`; changed list, dict and set arguments are updated,
+        and so is `owner` (the `RemoteValue` whose method this is) when the method changed it."""
         with self._lock:
             self._ensure()
             codec = self._encoder()
@@ -226,7 +269,7 @@ class RemoteSession:
                 }
             except CodecError as e:
                 raise NotSendable(f"an argument cannot be sent to the solution: {e}") from None
-            return self._request(message, ref, args, kwargs, new_pins)
+            return self._request(message, ref, args, kwargs, new_pins, owner)
 
     def _argument_form(self, codec: Codec, value: Any, new_pins: list[_Pin]) -> Any:
         """The JSON form of one argument: a reference to the worker's copy of a long flat list that
@@ -253,6 +296,7 @@ class RemoteSession:
         args: tuple[Any, ...] = (),
         kwargs: Mapping[str, Any] = {},
         new_pins: Iterable[_Pin] = (),
+        owner: Any = None,
     ) -> Any:
         channel = self._ensure()
         generation = self._generation
@@ -271,16 +315,21 @@ class RemoteSession:
         self._unpin.clear()
         try:
             line = channel.exchange(data, self.timeout_s)
+            while line.startswith(b'{"cb":'):  # the solution calls one of our callables: answer, read on
+                line = channel.exchange(self._call_back(line, generation), self.timeout_s)
         except BaseException:  # a timeout, a dead worker, or an interrupt mid-call: the channel is out of step
-            self._discard()
+            if self._channel is channel:
+                self._discard()
             raise
+        if self._channel is not channel:  # a callback's own call failed and ended this worker
+            raise WorkerDied("the worker was ended while a callback ran")
         for pin in new_pins:
             self._pins[id(pin.obj)] = pin
             while len(self._pins) > MAX_PINS:
                 _, evicted = self._pins.popitem(last=False)
                 self._unpin.add(evicted.pin_id)
         try:
-            outcome, value = self._settle(line, rid, generation, args, kwargs)
+            outcome, value = self._settle(line, rid, generation, args, kwargs, owner)
         except CodecError as e:
             self._discard()
             raise ProtocolError(f"the worker's answer was refused: {e}") from None
@@ -288,8 +337,49 @@ class RemoteSession:
             raise value
         return value
 
+    def _call_back(self, line: bytes, generation: int) -> bytes:
+        """Run the callable a callback request names, and the answer line to send back.
+
+        Its `Exception` goes back to the worker (raised there as the builtin of that name, or
+        `RuntimeError`); should the solution let it out, the test gets the very exception. Any
+        other `BaseException` (a failed nested call, `pytest.fail`) ends the worker and propagates.
+        """
+        decoder = _Decoder(self, generation, (), {})
+        request = decoder.codec.loads(line)
+        if type(request) is not dict:
+            raise ProtocolError("a callback request that is not a JSON object")
+        key, call = request.get("cb"), request.get("call")
+        function = self._callbacks.get(key) if type(key) is int else None
+        if function is None or type(call) is not int:
+            raise ProtocolError(f"a callback request for unknown callable {key!r}")
+        try:
+            args = decoder.decode(request.get("args"), aliases=False)
+            flat = decoder.decode(request.get("kwargs"), aliases=False)
+        except CodecError as e:
+            raise ProtocolError(f"a callback request was refused: {e}") from None
+        if type(args) is not list or type(flat) is not list or len(flat) % 2 or not all(type(k) is str for k in flat[::2]):
+            raise ProtocolError("bad callback arguments")
+        try:
+            result = function(*args, **dict(zip(flat[::2], flat[1::2])))
+            answer: dict[str, Any] = {"cbr": call, "ok": self._encoder().encode(result)}
+        except CodecError as e:
+            answer = {"cbr": call, "err": {"type": "TypeError", "msg": f"the callback's result cannot be sent: {e}"}}
+        except Exception as e:  # the test's own exception: the solution sees it raised
+            self._callback_errors[call] = e
+            while len(self._callback_errors) > 64:
+                self._callback_errors.pop(next(iter(self._callback_errors)))
+            message = check_text(str(e)[: self.limits.max_text_chars], self.limits, "a message")
+            answer = {"cbr": call, "err": {"type": type(e).__name__, "msg": message}}
+        return self._encoder().dumps(answer)
+
     def _settle(
-        self, line: bytes, rid: int, generation: int, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+        self,
+        line: bytes,
+        rid: int,
+        generation: int,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        owner: Any = None,
     ) -> tuple[str, Any]:
         decoder = _Decoder(self, generation, args, kwargs)
         reply = decoder.codec.loads(line)
@@ -302,6 +392,8 @@ class RemoteSession:
             raise CodecError("bad 'mut' in the reply")
         for entry in mutated:
             decoder.apply_mutation(entry)
+        if "self" in reply and owner is not None:
+            decoder.update_owner(owner, reply["self"])
         if "ok" in reply and "err" not in reply:
             return "return", decoder.decode(reply["ok"], aliases=True)
         err = reply.get("err")
@@ -311,6 +403,9 @@ class RemoteSession:
         message = check_text(err.get("msg", ""), self.limits, "an error message")
         if kind == "unsendable":
             return "raise", NotSendable(f"the solution's result cannot be sent back: {message}")
+        origin = self._callback_errors.get(err.get("callback_call"))  # type: ignore[arg-type]
+        if kind == "raised" and origin is not None:
+            return "raise", origin
         exc = build_exception(err, self.limits, lambda node: decoder.decode(node, aliases=False))
         if kind == "import":
             module = check_text(err.get("module", "?"), self.limits, "a module name")
@@ -341,12 +436,55 @@ class RemoteSession:
             if value._remote_session is not self:
                 raise CodecError("a remote object of another session")
             return self._ref_form(value._remote_ref)
+        state = value_state(value)
+        if state is not None and state[0] is self and state[1][1] == self._generation and self._channel is not None:
+            snapshot = state[2]
+            if snapshot is None or plain(value, type(snapshot).__name__) == snapshot:
+                return self._ref_form(state[1])  # the worker's object itself (unchanged here)
         form = value_form(value)
-        if form is None:
-            raise CodecError(f"a {type(value).__name__} cannot be sent to the solution's process")
-        module, qualname, base = form
-        codec = self._encoder()
-        return {"$": "v", "base": base, "m": module, "q": qualname, "v": codec.encode_part(plain(value, base), depth + 1)}
+        if form is not None:
+            module, qualname, base = form
+            codec = self._encoder()
+            part = codec.encode_part(plain(value, base), depth + 1)
+            return {"$": "v", "base": base, "m": module, "q": qualname, "v": part}
+        named = self._global_form(value)
+        if named is not None:
+            return named
+        if callable(value) and not isinstance(value, type):
+            return self._callback_form(value)
+        raise CodecError(f"a {type(value).__name__} cannot be sent to the solution's process")
+
+    def _global_form(self, value: Any) -> dict[str, Any] | None:
+        """A builtin, standard-library or solution's global by name (the worker's own object)."""
+        remote_class = getattr(value, "__remote_class__", None) if isinstance(value, type) else None
+        if isinstance(value, type) and issubclass(value, BaseException) and value in MIRRORS.exceptions.values():
+            return {"$": "g", "m": value.__module__, "q": value.__qualname__}
+        if type(remote_class) is tuple and len(remote_class) == 3 and self.serves(str(remote_class[0])):
+            return {"$": "g", "m": remote_class[0], "q": remote_class[1]}  # a stand-in of the solution's class
+        if remote_class is not None or not isinstance(
+            value, (type, types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType)
+        ):
+            return None
+        module = getattr(value, "__module__", None) or getattr(getattr(value, "__objclass__", None), "__module__", None)
+        qualname = getattr(value, "__qualname__", None)
+        if type(module) is not str or type(qualname) is not str:
+            return None
+        top = module.partition(".")[0]
+        if module != "builtins" and top not in sys.stdlib_module_names or top in _RESERVED:
+            return None
+        target: Any = sys.modules.get(module)
+        for part in qualname.split("."):
+            target = getattr(target, part, None)
+        return {"$": "g", "m": module, "q": qualname} if target is value else None
+
+    def _callback_form(self, function: Any) -> dict[str, Any]:
+        key = self._callback_ids.get(id(function))
+        if key is None or self._callbacks.get(key) is not function:
+            key = next(self._ids)
+            self._callbacks[key] = function
+            self._callback_ids[id(function)] = key
+        name = getattr(function, "__name__", None)
+        return {"$": "cb", "id": key, "n": name[:200] if type(name) is str else None}
 
 
 class _Pin:
@@ -395,6 +533,18 @@ class _Decoder:
             self.session._unpin.add(pin.pin_id)
         _sync(target, new)
 
+    def update_owner(self, owner: Any, node: Any) -> None:
+        """A `RemoteValue` whose method changed the worker's object: its copy follows."""
+        state = value_state(owner)
+        if state is None or not isinstance(owner, (list, dict, set)):
+            raise CodecError("'self' in a reply for an object that has no local copy")
+        new = self.decode(node, aliases=False)
+        base = next(b for b in (list, dict, set) if isinstance(owner, b))
+        if type(new) is not base:
+            raise CodecError(f"a {base.__name__} subclass cannot become a {type(new).__name__}")
+        _sync(owner, new, base)
+        set_value_state(owner, state[0], state[1])
+
     def _tag(self, node: dict[str, Any], depth: int) -> Any:
         tag = node["$"]
         if tag == "o" or tag == "p":
@@ -408,7 +558,15 @@ class _Decoder:
             value = self.codec.decode_part(node.get("v"), depth + 1)
             if type(value) is not VALUE_BASES[base]:
                 raise CodecError(f"a {base} subclass value holds a {type(value).__name__}")
-            return MIRRORS.value_class(module, qualname, base)(value)
+            if "h" not in node:
+                return MIRRORS.value_class(module, qualname, base)(value)
+            handle = node.get("h")
+            if type(handle) is not int or handle < 1:
+                raise CodecError("bad handle")
+            self.session._free.discard(handle)
+            mirror = MIRRORS.remote_value_class(self._type(node), base)(value)
+            set_value_state(mirror, self.session, ("o", self.generation, handle))
+            return mirror
         if tag == "e":
             cls = MIRRORS.exception_class(node.get("c"), self.limits)
             if cls is None:
@@ -451,8 +609,9 @@ class _Decoder:
             if (
                 type(path) is not list
                 or not 2 <= len(path) <= MAX_PATH
-                or path[0] not in session.modules
-                or not all(type(p) is str and p.isidentifier() for p in path)
+                or not all(type(p) is str for p in path)
+                or not session.serves(path[0])
+                or not all(p.isidentifier() for p in path[1:])
             ):
                 raise CodecError(f"bad path reference {path!r}")
             return cls(session, ("p", tuple(path)), info)
@@ -467,26 +626,31 @@ class _Decoder:
         return proxy
 
 
-def _sync(target: Any, new: Any) -> None:
-    """Make the list, dict or set `target` equal `new`, keeping nested containers where they were."""
-    if type(target) is list:
-        for i in range(min(len(target), len(new))):
-            target[i] = _merged(target[i], new[i])
-        if len(new) < len(target):
-            del target[len(new) :]
+def _sync(target: Any, new: Any, kind: type | None = None) -> None:
+    """Make the list, dict or set `target` equal `new`, keeping nested containers where they were.
+    `kind`: the base whose own operations are used (for a subclass, whose methods may be the solution's)."""
+    kind = kind or type(target)
+    if kind is list:
+        for i in range(min(list.__len__(target), len(new))):
+            list.__setitem__(target, i, _merged(list.__getitem__(target, i), new[i]))
+        if len(new) < list.__len__(target):
+            list.__delitem__(target, slice(len(new), None))
         else:
-            target.extend(new[len(target) :])
-    elif type(target) is dict:
-        if list(target) == list(new):
+            list.extend(target, new[list.__len__(target) :])
+    elif kind is dict:
+        if list(dict.keys(target)) == list(new):
             for key, value in new.items():
-                target[key] = _merged(target[key], value)
+                dict.__setitem__(target, key, _merged(dict.__getitem__(target, key), value))
         else:
-            merged = {key: _merged(target[key], value) if key in target else value for key, value in new.items()}
-            target.clear()
-            target.update(merged)
+            merged = {
+                key: _merged(dict.__getitem__(target, key), value) if dict.__contains__(target, key) else value
+                for key, value in new.items()
+            }
+            dict.clear(target)
+            dict.update(target, merged)
     else:
-        target.clear()
-        target.update(new)
+        set.clear(target)
+        set.update(target, new)
 
 
 def _merged(old: Any, new: Any) -> Any:
@@ -494,6 +658,26 @@ def _merged(old: Any, new: Any) -> Any:
         _sync(old, new)
         return old
     return new
+
+
+class _RemoteFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports of a served package's submodules (`import pkg.sub`): proxy modules, checked in the
+    worker (a missing one raises `ModuleNotFoundError` here, as a local import would)."""
+
+    def __init__(self, session: RemoteSession) -> None:
+        self.session = session
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if "." not in fullname or not self.session.serves(fullname):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        self.session.get(("p", (spec.name,)), "__name__")  # imports it in the worker, or raises
+        return RemoteModule(spec.name, self.session)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
 
 
 def _no_tags(node: dict[str, Any], depth: int) -> Any:
@@ -520,6 +704,7 @@ def install_remote_modules(
     python: str = sys.executable,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     limits: Limits | None = None,
+    remote_equality: bool = False,
 ) -> RemoteSession:
     """Install proxy modules for the solution's `modules` into `sys.modules`; see `RemoteSession`.
 
@@ -529,6 +714,14 @@ def install_remote_modules(
     Raises:
         ValueError: a bad module name, or one already in `sys.modules`.
     """
-    session = RemoteSession(modules, directory, spawn=spawn, python=python, timeout_s=timeout_s, limits=limits)
+    session = RemoteSession(
+        modules,
+        directory,
+        spawn=spawn,
+        python=python,
+        timeout_s=timeout_s,
+        limits=limits,
+        remote_equality=remote_equality,
+    )
     return session.install()
 

@@ -357,8 +357,10 @@ def test_a_solution_that_fails_to_import(tmp_path: Path) -> None:
 def test_arguments_that_cannot_be_sent(session: RemoteSession) -> None:
     from solution import double
 
-    with pytest.raises(NotSendable, match="function cannot be sent"):
-        double(lambda: 1)
+    with pytest.raises(NotSendable, match="object cannot be sent"):
+        double(object())
+    with pytest.raises(NotSendable, match="type cannot be sent"):
+        double(type("Local", (), {}))  # a class of the trusted side's
     assert issubclass(NotSendable, ChannelError) and not issubclass(ChannelError, Exception)
 
 
