@@ -1,10 +1,19 @@
-"""`openenv init NAME`: scaffold an environment folder that passes `openenv validate` at once."""
+"""`openenv init NAME`: scaffold an environment folder that passes `openenv validate` at once.
+
+Templates (`--template`), each a folder of `templates/`:
+
+- `guess` (the default): guess a hidden number; the grader reads the final state (no agent code runs).
+- `code`: the agent writes Python in a sandboxed workspace; hidden tests, sent by the host-side
+  grader, run where the agent's code never runs (`openenv_sdk.grading.pytest_run`).
+"""
 
 from __future__ import annotations
 
+import difflib
 import keyword
 import re
 import sys
+from enum import Enum
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -15,11 +24,19 @@ import typer
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._output import console, fail, print_json
 
-__all__ = ["ScaffoldError", "init", "scaffold", "validate_name"]
+__all__ = ["ScaffoldError", "Template", "init", "scaffold", "validate_name"]
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-_TEMPLATE = "env"
 _SUFFIX = ".tmpl"
+
+
+class Template(str, Enum):
+    """What `openenv init` makes; each value names a folder of `templates/`."""
+
+    guess = "guess"
+    """Guess a hidden number with a tool; the grader reads the final state."""
+    code = "code"
+    """The agent writes Python in a sandbox; hidden tests grade it where its code never runs."""
 
 
 class ScaffoldError(ValueError):
@@ -58,13 +75,15 @@ def _title(name: str) -> str:
     return " ".join(part.capitalize() for part in (name.removesuffix("_env") or name).split("_"))
 
 
-def scaffold(name: str, parent: str | Path = ".") -> list[Path]:
-    """Write the environment folder `parent/name` from the template; return the files written.
+def scaffold(name: str, parent: str | Path = ".", template: Template | str = Template.guess) -> list[Path]:
+    """Write the environment folder `parent/name` from `template`; return the files written.
 
     Raises:
-        ScaffoldError: the name is invalid, or `parent/name` exists and is not an empty folder.
+        ScaffoldError: the name or the template is unknown, or `parent/name` exists and is not an
+            empty folder.
     """
     validate_name(name)
+    template = _template(template)
     target = Path(parent) / name
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ScaffoldError(f"{target} already exists and is not an empty folder")
@@ -75,13 +94,23 @@ def scaffold(name: str, parent: str | Path = ".") -> list[Path]:
         "__NAME__": name,
     }
     written: list[Path] = []
-    root = resources.files("openenv_sdk.cli") / "templates" / _TEMPLATE
+    root = resources.files("openenv_sdk.cli") / "templates" / template.value
     for relative, source in _walk(root):
         dest = target / _fill(relative.removesuffix(_SUFFIX), values)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(_fill(source.read_text(encoding="utf-8"), values), encoding="utf-8")
         written.append(dest)
     return sorted(written)
+
+
+def _template(template: Template | str) -> Template:
+    try:
+        return Template(template)
+    except ValueError:
+        names = [t.value for t in Template]
+        close = difflib.get_close_matches(str(template), names, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ScaffoldError(f"unknown template {template!r}: the templates are {', '.join(names)}.{hint}") from None
 
 
 def _walk(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversable]]:
@@ -106,26 +135,36 @@ def _fill(text: str, values: dict[str, str]) -> str:
 def init(
     name: Annotated[str, typer.Argument(help="Environment name, lower snake_case (e.g. my_game).", show_default=False)],
     parent: Annotated[Path, typer.Option("--dir", help="Folder to create the environment in.")] = Path("."),
+    template: Annotated[
+        Template,
+        typer.Option(
+            "--template",
+            help="What to make. guess: guess a hidden number with a tool, graded from the final state. "
+            "code: the agent writes Python in a sandboxed workspace; hidden tests grade it in a trusted "
+            "process its code never runs in (docs/grading.md).",
+        ),
+    ] = Template.guess,
     output_format: FormatOpt = OutputFormat.human,
     json_flag: JsonOpt = False,
 ) -> None:
-    """Create an environment folder: manifest, class with a tool, grader, README and a test.
+    """Create an environment folder: manifest, class with tools, grader, README and tests.
 
-    The folder passes `openenv validate` as it is, and its test passes under pytest.
+    The folder passes `openenv validate` as it is, and its tests pass under pytest.
 
     Examples:
         openenv init my_game
         openenv init my_game --dir environments
+        openenv init my_kata --template code
     """
     fmt = resolve_format(output_format, json_flag)
     try:
-        files = scaffold(name, parent)
+        files = scaffold(name, parent, template)
     except ScaffoldError as e:
         fail(str(e), hint="Example: openenv init my_game --dir environments", code=2)
         return
     target = Path(parent) / name
     if fmt is OutputFormat.json:
-        print_json({"path": str(target), "files": [str(f.relative_to(target)) for f in files]})
+        print_json({"path": str(target), "template": template.value, "files": [str(f.relative_to(target)) for f in files]})
     elif fmt is OutputFormat.human:
         console.print(f"Created [bold]{target}[/] with:")
         for file in files:
