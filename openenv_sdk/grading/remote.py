@@ -175,8 +175,8 @@ class RemoteSession:
         with self._lock:
             self._closed = True
             self._discard()
-            for name in self._installed:
-                if isinstance(sys.modules.get(name), RemoteModule):
+            for name, module in list(sys.modules.items()):  # ours, submodules included
+                if isinstance(module, RemoteModule) and module.__dict__.get("_remote_session") is self:
                     del sys.modules[name]
             self._installed.clear()
             if self._finder in sys.meta_path:
