@@ -37,6 +37,7 @@ import os
 import pwd
 import random
 import secrets
+import shlex
 import shutil
 import string
 import sys
@@ -48,6 +49,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
 from openenv_sdk.agents import AgentHost
+from openenv_sdk.grading import program_runs, trusted_git
+from openenv_sdk.grading.program_runs import ProgramRunServer
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
 from openenv_sdk.sandbox import CommandResult, Isolation, Mount, Sandbox, SandboxLimits, isolation_mode, run_command
@@ -75,6 +78,10 @@ DEFAULT_WORKDIR_BASE = "/var/tmp"
 MAX_COMMAND_BYTES = 100_000
 """Longest command the `bash` tool takes (one argument of `execve` holds at most 128 KiB)."""
 
+SDK_DIR = Path(program_runs.__file__).resolve().parents[1]
+"""The SDK's package, read-only in the grading sandbox (the pytest plugin of Harbor checks)."""
+PROGRAM_TIMEOUT_S = 60.0
+"""The longest one agent program run by a check may take (the check's own limit bounds it too)."""
 SETUP_TIMEOUT_S = 60.0
 COPY_TIMEOUT_S = 60.0
 MAX_CHECK_OUTPUT_BYTES = 64 * 1024
@@ -566,34 +573,60 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         _give_contents(grader, grader.workspace)
         task = self._task
         assert task is not None
-        mounts = [Mount(source=check_dir, writable=False)]
+        workspace = Path(task.workdir) if task.workdir else grader.workspace
+        scratch = grader.make_dir("scratch")
+        _give_contents(grader, scratch)
+        tools = _grading_tools(grader)
+        mounts = [Mount(source=check_dir, writable=False), Mount(source=SDK_DIR, writable=False)]
         if task.workdir:
-            mounts.append(Mount(source=grader.workspace, target=Path(task.workdir), writable=True))
+            mounts.append(Mount(source=grader.workspace, target=workspace, writable=True))
         env = {
-            "PATH": PATH,
+            "PATH": f"{tools / 'bin'}:{PATH}",
             "HOME": str(home),
             "LANG": "C.UTF-8",
             "TERM": "dumb",
             "TMPDIR": str(tmp),
             "CHECK_DIR": str(check_dir),
-            "WORKSPACE": task.workdir or str(grader.workspace),
+            "WORKSPACE": str(workspace),
+            "SCRATCH": str(scratch),
+            "PYTHON": sys.executable,
+            "RUN_PROGRAM": str(tools / "run_program.py"),
+            "TRUSTED_GIT": str(tools / "trusted_git.py"),
+            "OPENENV_RUN_SOCKET": str(tools / "run.sock"),
+            "OPENENV_RUN_CLIENT": str(tools / "run_program.py"),
+            "OPENENV_TRUSTED_GIT": str(tools / "trusted_git.py"),
             **CHECK_SAFETY_ENV,
         }
         if task.harbor:
-            # Harbor's verifier layout; `PYTHON` is the server's interpreter (bound read-only in
-            # every sandbox), for tests run with pytest without the network their test.sh used.
+            # Harbor's verifier layout; its pytest tests run with the server's Python and the
+            # plugin that keeps the agent's code out of the verifier's process.
             if (check_dir / "tests").is_dir():
                 mounts.append(Mount(source=check_dir / "tests", target=Path("/tests"), writable=False))
             mounts.append(Mount(source=grader.make_dir("logs"), target=Path("/logs"), writable=True))
-            env["PYTHON"] = sys.executable
-        result = grader.run(
-            command,
-            cwd=grader.workspace,
-            env=env,
-            timeout_s=timeout_s,
-            max_output_bytes=MAX_CHECK_OUTPUT_BYTES,
-            mounts=mounts,
+            env["OPENENV_AGENT_DIR"] = str(workspace)
+            env["PYTEST_ADDOPTS"] = "-p openenv_sdk.grading.pytest_sandboxed"
+        # The agent's programs that the check runs (`run_agent`) run through this server, each in
+        # a fresh sandbox that sees the copy of the workspace and the scratch folder only.
+        programs = ProgramRunServer(
+            tools / "run.sock",
+            folders=[
+                Mount(source=grader.workspace, target=workspace, writable=True),
+                Mount(source=scratch, writable=True),
+            ],
+            limits=_limits().model_copy(update={"timeout_s": PROGRAM_TIMEOUT_S}),
+            owner=(grader.uid, grader.gid),
+            base_dir=grader.root.parent,
+            max_timeout_s=PROGRAM_TIMEOUT_S,
         )
+        with programs.start(socket_owner=(grader.uid, grader.gid)):
+            result = grader.run(
+                command,
+                cwd=grader.workspace,
+                env=env,
+                timeout_s=timeout_s,
+                max_output_bytes=MAX_CHECK_OUTPUT_BYTES,
+                mounts=mounts,
+            )
         return _check_result(result)
 
     # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---
@@ -719,6 +752,22 @@ def _agents_dir_mounts(env: dict[str, str]) -> list[Mount]:
     if not folder or not os.path.isabs(folder) or not os.path.isdir(folder):
         return []
     return [Mount(source=Path(folder), writable=False)]
+
+
+def _grading_tools(grader: Sandbox) -> Path:
+    """A read-only folder of the grading sandbox with the client of the program-run server, the
+    trusted git script, and `bin/git` (first on the check's PATH) that runs it: any `git` a check
+    runs reads none of the configuration, hooks, attributes or filters the agent wrote."""
+    tools = grader.make_dir("tools", writable=False)
+    for module in (program_runs.CLIENT_SCRIPT, Path(trusted_git.__file__)):
+        (tools / module.name).write_text(module.read_text(encoding="utf-8"), encoding="utf-8")
+        (tools / module.name).chmod(0o644)
+    (tools / "bin").mkdir(mode=0o755, exist_ok=True)
+    shim = tools / "bin" / "git"
+    script = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(tools / 'trusted_git.py'))}"
+    shim.write_text(f'#!/bin/sh\nexec {script} "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    return tools
 
 
 def _check_result(result: CommandResult, *, failed: list[str] | None = None) -> dict[str, Any]:

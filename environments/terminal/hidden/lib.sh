@@ -37,11 +37,22 @@ expect_file() {
 # file_list DIR: every non-directory under DIR, one relative path a line, in byte order.
 file_list() { (cd -- "$1" 2>/dev/null && find . ! -type d | sed 's|^\./||' | LC_ALL=C sort); }
 
-# run_agent COMMAND...: run something the agent wrote, bounded (10 s), stdin empty, stderr dropped.
-run_agent() { timeout -k 1 10 "$@" </dev/null 2>/dev/null; }
+# Anything the agent wrote (its scripts and programs, `python3 its.py`, `bash its.sh`) runs only
+# through run_program / run_agent: in a fresh sandbox of its own (its own pid namespace and uid,
+# no network) that sees the copy of the workspace and $SCRATCH, never this check's processes or
+# files; every process it started ends with it. Its output and exit code come back here.
 
-# git_in DIR ARGS...: git in DIR, with no hooks, no pager, and the output alone.
-git_in() { git -C "$1" -c core.hooksPath=/dev/null -c core.fsmonitor=false --no-pager "${@:2}" 2>/dev/null; }
+# run_program TIMEOUT_S COMMAND...: COMMAND in the current directory (inside $WORKSPACE or
+# $SCRATCH), stdin, stdout and stderr passed through, its exit code (124: out of time).
+run_program() { "$PYTHON" -I -S "$RUN_PROGRAM" --cwd "$PWD" --timeout-s "$1" -- "${@:2}"; }
+
+# run_agent COMMAND...: run something the agent wrote, bounded (10 s), stdin empty, stderr dropped.
+run_agent() { run_program 10 "$@" </dev/null 2>/dev/null; }
+
+# git_in DIR ARGS...: git in DIR through trusted_git (a sanitized copy of DIR's git folder: none of
+# the config, hooks, attributes or filters the agent wrote), the output alone. Plain `git` in a
+# check is the same program (first on PATH).
+git_in() { "$PYTHON" -I -S "$TRUSTED_GIT" -C "$1" "${@:2}" 2>/dev/null; }
 
 finish() {
   if [ "$__failed" -eq 0 ]; then

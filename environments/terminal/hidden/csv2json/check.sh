@@ -5,11 +5,11 @@ same_json() {  # same_json FILE_OR_TEXT WANT: both parse to the same JSON value
 }
 want_example='[{"id": "1", "name": "Ann", "city": "Oslo"}, {"id": "2", "name": "Smith, Bob", "city": "New York"}]'
 check "example.json holds the example's rows" same_json "$(cat example.json 2>/dev/null)" "$want_example"
-cd "$TMPDIR" || exit 1
+cd "$SCRATCH" || exit 1
 printf 'sku,desc,qty\nA-1,"a ""quoted"" word",3\nB-2,"two\nlines",0\nC-3,,7\n' > tricky.csv
-out=$(timeout -k 1 10 python3 "$WORKSPACE/csv2json.py" tricky.csv </dev/null 2>/dev/null)
+out=$(run_agent python3 "$WORKSPACE/csv2json.py" tricky.csv)
 check "quotes, embedded newlines and empty fields" same_json "$out" \
   '[{"sku": "A-1", "desc": "a \"quoted\" word", "qty": "3"}, {"sku": "B-2", "desc": "two\nlines", "qty": "0"}, {"sku": "C-3", "desc": "", "qty": "7"}]'
 printf 'h\n' > empty.csv
-check "a header with no rows gives []" same_json "$(timeout -k 1 10 python3 "$WORKSPACE/csv2json.py" empty.csv </dev/null 2>/dev/null)" '[]'
+check "a header with no rows gives []" same_json "$(run_agent python3 "$WORKSPACE/csv2json.py" empty.csv)" '[]'
 finish

@@ -12,7 +12,7 @@ expect_eq "nothing else is made under out/" 'api/config.txt
 api/version.txt
 my app/config.txt
 my app/version.txt' "$(file_list out)"
-timeout 10 ./deploy.sh </dev/null >"$TMPDIR/usage.out" 2>"$TMPDIR/usage.err"
+run_program 10 ./deploy.sh </dev/null >"$TMPDIR/usage.out" 2>"$TMPDIR/usage.err"
 expect_eq "no argument: exit status 2" 2 "$?"
 check "no argument: usage on stderr" grep -qi usage "$TMPDIR/usage.err"
 check "no argument: nothing on stdout" test ! -s "$TMPDIR/usage.out"

@@ -2,7 +2,7 @@
 check "rotate.sh is executable" test -x rotate.sh -a -f rotate.sh
 make_dir() {  # a fresh directory: names sort differently from their ages
   local d i=0
-  d=$(mktemp -d)
+  d=$(mktemp -d -p "$SCRATCH")
   for name in "z oldest.bak" m.bak a-newest.bak q.bak; do
     i=$((i + 1))
     echo "$name" > "$d/$name"
