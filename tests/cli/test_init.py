@@ -1,5 +1,5 @@
-"""`openenv init`: the scaffold's exact files, refusals, and that it passes `openenv validate`
-(static and runtime) and its own generated test at once."""
+"""`openenv init`: each template's exact files, refusals, and that every template passes
+`openenv validate` (static and runtime) and its own generated tests at once."""
 
 from __future__ import annotations
 
@@ -15,13 +15,20 @@ from openenv_reference import OPENENV_CLI, require
 from typer.testing import CliRunner
 
 from openenv_sdk.checks import validate_path
-from openenv_sdk.cli.init import ScaffoldError, scaffold, validate_name
+from openenv_sdk.cli.init import ScaffoldError, Template, scaffold, validate_name
 from openenv_sdk.cli.main import app
+from openenv_sdk.containers.context import assemble_context
 from openenv_sdk.manifest import load_manifest
 
 runner = CliRunner()
 
 FILES = ["README.md", "grader.py", "my_game_env.py", "openenv.yaml", "tests/test_my_game.py"]
+CODE_FILES = [
+    "README.md", "conftest.py", "grader.py", "hidden/reverse_words/reference.py",
+    "hidden/reverse_words/test_reverse_words.py", "hidden/word_counts/reference.py",
+    "hidden/word_counts/test_word_counts.py", "my_game_env.py", "openenv.yaml", "tests/test_my_game.py",
+]  # fmt: skip
+GENERATED_TESTS = {Template.guess: "2 passed", Template.code: "7 passed"}
 
 
 def flat(text: str) -> str:
@@ -60,6 +67,58 @@ def test_init_json_lists_the_files(tmp_path: Path) -> None:
     result = runner.invoke(app, ["init", "my_game", "--dir", str(tmp_path), "--json"])
     assert result.exit_code == 0
     assert '"files": [' in result.stdout and '"tests/test_my_game.py"' in result.stdout
+    assert '"template": "guess"' in result.stdout
+
+
+def test_the_code_template_writes_an_environment_graded_where_the_agent_code_never_runs(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["init", "my_game", "--dir", str(tmp_path), "--template", "code"])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "my_game"
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == CODE_FILES
+    source = (folder / "my_game_env.py").read_text()
+    for line in ("class MyGameEnvironment(Environment[Action, MyGameObservation, MyGameState]):",
+                 "from openenv_sdk.grading.pytest_run import run_hidden_tests", "    @orchestrator",
+                 "    def run_tests(self, tests: dict[str, str]", "self._sandbox = Sandbox(limits=sandbox_limits()"):
+        assert line in source
+    tools = re.findall(r"    @tool\n    def (\w+)\(", source)
+    assert tools == ["write_file", "read_file", "run_python", "submit"]
+    assert "class MyGameGrader(Grader):" in (folder / "grader.py").read_text()
+    assert "docs/grading.md" in (folder / "README.md").read_text()
+    leftovers = [p.name for p in folder.rglob("*") if p.is_file() and re.search(r"__[A-Z]+__", p.read_text())]
+    assert leftovers == []
+    assert load_manifest(folder).hidden == ["hidden", "tests"]
+
+
+def test_the_code_template_hidden_tests_never_enter_the_image(tmp_path: Path) -> None:
+    """What `openenv build` copies into the image context: the environment without hidden/ or tests/."""
+    scaffold("my_game", tmp_path, "code")
+    folder = tmp_path / "my_game"
+    wheel = tmp_path / "wheels" / "openenv_sdk-0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"")
+    (tmp_path / "deps").mkdir()
+    context = tmp_path / "context"
+    context.mkdir()
+    assemble_context(context, env_dir=folder, dockerfile="FROM scratch\n", sdk_wheel=wheel, deps_dir=tmp_path / "deps",
+                     hidden=load_manifest(folder).hidden)  # fmt: skip
+    copied = sorted(str(p.relative_to(context / "env")) for p in (context / "env").rglob("*") if p.is_file())
+    assert copied == ["README.md", "conftest.py", "grader.py", "my_game_env.py", "openenv.yaml"]
+
+
+def test_init_help_lists_the_templates() -> None:
+    result = runner.invoke(app, ["init", "--help"])
+    assert result.exit_code == 0
+    text = flat(result.stdout)
+    assert "--template" in text and "guess|code" in text and "[default: guess]" in text
+
+
+def test_an_unknown_template_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ScaffoldError, match="^unknown template 'cod': the templates are guess, code. Did you mean 'code'"):
+        scaffold("my_game", tmp_path, "cod")
+    assert list(tmp_path.iterdir()) == []
+    result = runner.invoke(app, ["init", "my_game", "--dir", str(tmp_path), "--template", "cod"])
+    assert result.exit_code == 2 and "'cod' is not one of 'guess', 'code'" in flat(result.output.replace("│", ""))
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -100,8 +159,9 @@ def test_a_name_ending_in_env_is_not_doubled(tmp_path: Path) -> None:
     assert "class MazeEnvironment(" in (tmp_path / "maze_env" / "maze_env.py").read_text()
 
 
-def test_scaffold_passes_validate_static_and_runtime(tmp_path: Path) -> None:
-    scaffold("my_game", tmp_path)
+@pytest.mark.parametrize("template", list(Template))
+def test_scaffold_passes_validate_static_and_runtime(tmp_path: Path, template: Template) -> None:
+    scaffold("my_game", tmp_path, template)
     report = validate_path(tmp_path / "my_game", startup_timeout_s=60)
     assert report.passed
     assert {c.name: c.status for c in report.checks if c.status != "pass"} == {}
@@ -109,15 +169,18 @@ def test_scaffold_passes_validate_static_and_runtime(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "PASS" in result.stdout
 
 
-def test_scaffold_test_passes_under_pytest(tmp_path: Path) -> None:
-    scaffold("my_game", tmp_path)
+@pytest.mark.parametrize("template", list(Template))
+def test_scaffold_tests_pass_under_pytest(tmp_path: Path, template: Template) -> None:
+    """The generated tests, as a user runs them in the new folder (the code template's through a
+    real `openenv serve` and real sandboxes: references 1.0, stubs 0.0, two attacks 0)."""
+    scaffold("my_game", tmp_path, template)
     process = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
          "-W", "ignore::pytest.PytestDeprecationWarning", "tests"],
-        cwd=tmp_path / "my_game", capture_output=True, text=True, timeout=100, check=False,
+        cwd=tmp_path / "my_game", capture_output=True, text=True, timeout=110, check=False,
     )
     assert process.returncode == 0, process.stdout + process.stderr
-    assert "2 passed" in process.stdout
+    assert GENERATED_TESTS[template] in process.stdout
 
 
 def test_scaffold_passes_openenv_own_static_validation(tmp_path: Path) -> None:
