@@ -13,37 +13,96 @@ Visibility (FlashAttention's varlen `causal=True`, aligned bottom-right): a quer
 segment whose K/V path has `Lk` entries, `Lq` of them the segment itself, sees the first
 `Lk - Lq + t + 1` entries of its path: every ancestor segment, then its own segment up to itself.
 
-It is exact, but dense: the mask is `N x N` for `N` unique packed tokens (built once per forward and
-shared by all layers), so memory grows with the square of the micro-batch's unique tokens. Keep
-`token_budget` (or the fixed micro-batch) to a few thousand tokens.
+It is exact, but dense: the mask is `N x N` for `N` unique packed tokens, so memory grows with the
+square of the micro-batch's unique tokens (keep `token_budget` to a few thousand tokens). The mask
+is built once per packed row, on the device of the packing's tensors (the GPU in training), with
+tensor operations only (no Python loop over segments), and cached for every layer of the forward
+and for the recomputation of a checkpointed backward: the cache is keyed on the packing tensors
+themselves (identity, data pointer and version, so an in-place change is a miss), which TRL's
+`compute_loss` makes once per micro-batch and hands unchanged to every layer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["sdpa_tree_attention", "tree_mask", "use_sdpa_tree_attention"]
+__all__ = ["mask_builds", "sdpa_tree_attention", "tree_mask", "use_sdpa_tree_attention"]
 
-_cache: list[Any] = [None, None]  # [the tree_kv_index tensor the mask was built for, the mask]
+_cache: dict[str, Any] = {"key": None, "refs": None, "mask": None}
+_builds = [0]
 
 
-def tree_mask(n: int, kv_index: list[int], cu_q: list[int], cu_k: list[int]) -> Any:
-    """The `n x n` boolean mask (True = may attend) of a packed trie, on the CPU."""
+def mask_builds() -> int:
+    """How many tree masks this process has built (a cache miss builds one): for tests and benchmarks."""
+    return _builds[0]
+
+
+def tree_mask(n: int, kv_index: Any, cu_q: Any, cu_k: Any) -> Any:
+    """The `n x n` boolean mask (True = may attend) of a packed trie, on `kv_index`'s device.
+
+    Args:
+        n: the packed (query) tokens.
+        kv_index: the packed position of each K/V path entry, the segments' paths end to end (`K`).
+        cu_q: segment boundaries in the packed row (`S + 1`).
+        cu_k: path boundaries in `kv_index` (`S + 1`).
+        All three are tensors or lists of ints.
+
+    Each path entry `j` of segment `s` (offset `r` in its path) is one column `kv_index[j]` seen by
+    a contiguous range of the segment's query rows: all of them for an ancestor entry, those at or
+    after it for the segment's own. The ranges go in as +1/-1 at their ends and a cumulative sum
+    down the rows fills them in: a few kernel launches, whatever the number of segments.
+
+    Raises:
+        ValueError: the boundaries are inconsistent, or a segment's K/V path does not end with the
+            segment itself.
+    """
     import torch
 
-    mask = torch.zeros((n, n), dtype=torch.bool)
-    for s in range(len(cu_q) - 1):
-        qs, qe, ks, ke = cu_q[s], cu_q[s + 1], cu_k[s], cu_k[s + 1]
-        lq, lk = qe - qs, ke - ks
-        if lq <= 0:
-            continue
-        if lk < lq or kv_index[ke - lq : ke] != list(range(qs, qe)):
-            raise ValueError(f"segment {s}: its K/V path does not end with the segment itself")
-        ancestors = kv_index[ks : ke - lq]
-        if ancestors:
-            mask[qs:qe, torch.tensor(ancestors)] = True
-        mask[qs:qe, qs:qe] = torch.ones((lq, lq), dtype=torch.bool).tril()
-    return mask
+    kv = torch.as_tensor(kv_index, dtype=torch.long)
+    device = kv.device
+    cq = torch.as_tensor(cu_q, dtype=torch.long, device=device)
+    ck = torch.as_tensor(cu_k, dtype=torch.long, device=device)
+    if cq.ndim != 1 or ck.shape != cq.shape or cq.numel() < 2 or kv.ndim != 1:
+        raise ValueError(f"cu_seqlens_q {tuple(cq.shape)} and cu_seqlens_k {tuple(ck.shape)} must be equal 1-D boundaries")
+    lq, lk = cq.diff(), ck.diff()
+    own = lk - lq  # where each segment's own entries start in its path
+    j = torch.arange(kv.numel(), device=device)
+    seg = torch.searchsorted(ck[1:], j, right=True).clamp(max=lq.numel() - 1)  # the segment whose path holds entry j
+    t = j - ck[seg] - own[seg]  # >= 0: entry j is the segment's own token t
+    live = lq[seg] > 0  # a segment without queries sees nothing (and is not checked)
+    mine = live & (t >= 0)
+    false = torch.zeros((), dtype=torch.bool, device=device)
+    bad_bounds, bad_index, bad_path = torch.stack([
+        (lq < 0).any() | (lk < 0).any() | (cq[0] != 0) | (cq[-1] > n) | (ck[0] != 0) | (ck[-1] != kv.numel()),
+        ((kv < 0) | (kv >= n)).any() if kv.numel() else false,
+        ((own < 0) & (lq > 0)).any() | (mine & (kv != cq[seg] + t)).any(),
+    ]).tolist()  # the one device sync of a build
+    if bad_bounds:
+        raise ValueError(f"inconsistent tree boundaries for {n} tokens and {kv.numel()} K/V entries")
+    if bad_index:
+        raise ValueError(f"a K/V index lies outside the {n} packed tokens")
+    if bad_path:
+        raise ValueError("a segment's K/V path does not end with the segment itself")
+    # Entry j is column kv[j] for the query rows [first, last) of its segment.
+    first = torch.where(live, cq[seg] + t.clamp(min=0), cq[seg + 1])
+    last = cq[seg + 1]
+    ones = torch.ones_like(kv, dtype=torch.int32)
+    counts = torch.zeros((n + 1, n), dtype=torch.int32, device=device)
+    counts.index_put_((first, kv), ones, accumulate=True)
+    counts.index_put_((last, kv), -ones, accumulate=True)
+    _builds[0] += 1
+    return counts[:n].cumsum(0, dtype=torch.int32) > 0
+
+
+def _cached_mask(n: int, kv_index: Any, cu_q: Any, cu_k: Any, device: Any) -> Any:
+    refs = (kv_index, cu_q, cu_k)
+    key = tuple((id(x), x.data_ptr(), x._version, x.numel()) for x in refs) + (n, str(device))
+    if _cache["key"] != key:
+        if kv_index.device != device:  # packing handed over on the CPU: build where the attention runs
+            kv_index, cu_q, cu_k = (x.to(device, non_blocking=True) for x in refs)
+        # The references keep the keyed tensors alive, so their ids cannot be reused by new ones.
+        _cache["key"], _cache["refs"], _cache["mask"] = key, refs, tree_mask(n, kv_index, cu_q, cu_k)
+    return _cache["mask"]
 
 
 def sdpa_tree_attention(
@@ -64,6 +123,7 @@ def sdpa_tree_attention(
     **kwargs: Any,
 ) -> tuple[Any, None]:
     """A drop-in for `trl.experimental.async_grpo.packing.tree_attention` (same arguments and output)."""
+    import torch
     import torch.nn.functional as F
 
     if sliding_window or softcap:
@@ -71,12 +131,8 @@ def sdpa_tree_attention(
     if query.shape[0] != 1:
         raise ValueError(f"tree attention takes one packed row (batch 1), got a batch of {query.shape[0]}")
     n = query.shape[2]
-    if _cache[0] is not tree_kv_index:
-        mask = tree_mask(n, tree_kv_index.tolist(), tree_cu_seqlens_q.tolist(), tree_cu_seqlens_k.tolist())
-        _cache[0], _cache[1] = tree_kv_index, mask.to(query.device, non_blocking=True)
-    mask = _cache[1]
-    if mask.shape[0] != n:
-        raise ValueError(f"the tree mask covers {mask.shape[0]} tokens, the query {n}")
+    refs = [x if isinstance(x, torch.Tensor) else torch.tensor(x) for x in (tree_kv_index, tree_cu_seqlens_q, tree_cu_seqlens_k)]
+    mask = _cached_mask(n, *refs, device=query.device)
     key, value = key.to(query.dtype), value.to(query.dtype)
     if key.shape[1] != query.shape[1]:  # grouped-query attention: repeat K/V (SDPA's GQA flag rules out its fused kernels)
         repeat = query.shape[1] // key.shape[1]
