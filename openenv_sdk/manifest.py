@@ -22,12 +22,14 @@ from typing import Annotated, Any, Literal, TypeVar
 import yaml
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -268,23 +270,54 @@ class Resources(_Section):
 
 
 class Network(_Section):
-    """Network access of the environment's container."""
+    """Network access: the container's own, and what sandboxed commands reach, per phase.
+
+    Sandboxed commands (tool commands, agent programs, checks) never share the container's
+    network: each runs in a network namespace of its own. They reach a host only through the
+    allowlist proxy (`openenv_sdk.sandbox.Egress`), and only a host listed for their phase:
+    `allow` for the agent's phase (tool commands and agent programs), `grading_allow` for the
+    grader's sandboxes (none by default). Entries are host names (`pypi.org`, `pypi.org:443`,
+    `*.pythonhosted.org`), never addresses; a name that resolves to an internal address
+    (loopback, private, link-local such as 169.254.169.254) is refused all the same.
+    """
 
     policy: Literal["none", "bridge", "allowlist"] = Field(
         default="none",
-        description="`none`: no network; `bridge`: full egress; `allowlist`: only `allowed_hosts`.",
+        description="The container's egress. `none`: none; `bridge`: full egress for the server itself "
+        "(commands still reach nothing); `allowlist`: egress for the server's proxy, through which commands "
+        "reach only the hosts in `allow` / `grading_allow`.",
     )
-    allowed_hosts: list[str] = Field(
-        default_factory=list, description="Hosts the container may reach; only with policy `allowlist`."
+    allow: list[str] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("allow", "allowed_hosts"),
+        description="Hosts tool commands and agent programs may reach (through the proxy); only with policy "
+        "`allowlist`. `allowed_hosts` is read as this.",
     )
+    grading_allow: list[str] = Field(
+        default_factory=list,
+        description="Hosts the grader's sandboxed commands may reach; none by default. Only with policy `allowlist`.",
+    )
+
+    @field_validator("allow", "grading_allow")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        from .sandbox._allowlist import parse_allow
+
+        parse_allow(value)  # raises ValueError naming an entry that is not a host name
+        return value
 
     @model_validator(mode="after")
     def _hosts_match_policy(self) -> Network:
-        if self.policy == "allowlist" and not self.allowed_hosts:
-            raise ValueError("policy 'allowlist' needs at least one entry in allowed_hosts")
-        if self.policy != "allowlist" and self.allowed_hosts:
-            raise ValueError(f"allowed_hosts is only used with policy 'allowlist', not {self.policy!r}")
+        if self.policy == "allowlist" and not (self.allow or self.grading_allow):
+            raise ValueError("policy 'allowlist' needs at least one entry in allow (or grading_allow)")
+        if self.policy != "allowlist" and (self.allow or self.grading_allow):
+            raise ValueError(f"allow and grading_allow are only used with policy 'allowlist', not {self.policy!r}")
         return self
+
+    @property
+    def allowed_hosts(self) -> list[str]:
+        """`allow`, by its former name."""
+        return self.allow
 
 
 class Sandbox(_Section):

@@ -74,7 +74,7 @@ resources:
   pids: 128
 network:
   policy: allowlist
-  allowed_hosts: [pypi.org]
+  allow: [pypi.org]
 server:
   max_sessions: 16
   idle_timeout_s: 120

@@ -109,7 +109,7 @@ def test_full_manifest_from_the_docs(tmp_path):
     assert manifest.resources.memory == "512m"
     assert manifest.resources.memory_bytes == 512 * 1024**2
     assert (manifest.resources.cpus, manifest.resources.pids) == (0.5, 128)
-    assert (manifest.network.policy, manifest.network.allowed_hosts) == ("allowlist", ["pypi.org"])
+    assert (manifest.network.policy, manifest.network.allow, manifest.network.grading_allow) == ("allowlist", ["pypi.org"], [])
     assert manifest.server.model_dump() == {
         "max_sessions": 16,
         "idle_timeout_s": 120.0,
@@ -239,11 +239,13 @@ def test_bad_import_reference(tmp_path):
 @pytest.mark.parametrize(
     ("network", "message"),
     [
-        ("{policy: allowlist}", "network: policy 'allowlist' needs at least one entry in allowed_hosts"),
+        ("{policy: allowlist}", "network: policy 'allowlist' needs at least one entry in allow (or grading_allow)"),
         (
             "{policy: none, allowed_hosts: [x]}",
-            "network: allowed_hosts is only used with policy 'allowlist', not 'none'",
+            "network: allow and grading_allow are only used with policy 'allowlist', not 'none'",
         ),
+        ("{policy: allowlist, allow: [169.254.169.254]}", "network.allow: network allowlist entry '169.254.169.254' is an IP address; name the host instead (addresses are never allowed)"),
+        ("{policy: allowlist, grading_allow: ['*']}", "network.grading_allow: network allowlist entry '*' is not a host name (letters, digits, '-', '.'; '*.' only in front)"),
         ("{policy: open}", "network.policy: Input should be 'none', 'bridge' or 'allowlist'"),
     ],
 )

@@ -12,18 +12,29 @@ an orchestrator-only call (never an MCP tool, so the agent cannot start agents o
 launch's key). The call writes the task and the agent's config file, installs the agent once,
 runs it to completion under the sandbox's limits (killed after its timeout), and answers an
 `AgentRun` with the end of its output, the key scrubbed from it.
+
+Network: the program reaches its model endpoint and nothing else of the host. An `http://`
+`base_url` is relayed into the command's own network namespace at `127.0.0.1:<port>` (the
+program is given that URL; `openenv_sdk.sandbox` forwards it to the one address the launch
+named); an `https://` one goes through the allowlist proxy with only its host on the list. The
+install command reaches only the spec's `install_allow` hosts, the files written before reach
+nothing. Environments pass `network=True` to `Sandbox.run` in `agent_exec`, which adds the
+phase's egress (`openenv_sdk.sandbox.launch_egress`) to the sandbox's own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import shlex
+import socket
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from ..sandbox import CommandResult
+from ..sandbox import CommandResult, Egress, Isolation, isolation_mode, launch_egress, relay_url
+from ..sandbox._allowlist import is_ip_literal
 from ..tools import orchestrator
 from .spec import AgentLaunch, AgentRun, render_agent_command
 
@@ -71,8 +82,9 @@ class AgentHost:
         spec = launch.spec
         home = self.agent_home()
         task_file = f"{home}/.openenv/task.md"
+        model_egress, inside_url = model_egress_of(launch.base_url)
         run, install, env, config = render_agent_command(
-            launch, workdir=self.agent_workdir(), task_file=task_file, python=sys.executable
+            launch.model_copy(update={"base_url": inside_url}), workdir=self.agent_workdir(), task_file=task_file, python=sys.executable
         )
         secret = launch.api_key.get_secret_value()
         instruction = launch.instruction if launch.instruction is not None else self.agent_instruction()
@@ -91,14 +103,40 @@ class AgentHost:
         if install:
             marker = _INSTALLED_MARKER.format(name=spec.name, digest=hashlib.sha256(install.encode()).hexdigest()[:16])
             install_env = {k: v for k, v in env.items() if k != spec.api_key_env}  # the key is the run's only
-            done = self.agent_exec(
-                f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}", env=install_env, timeout_s=spec.install_timeout_s
-            )
+            with launch_egress(Egress(allow=tuple(spec.install_allow))):
+                done = self.agent_exec(
+                    f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}", env=install_env, timeout_s=spec.install_timeout_s
+                )
             install_code = done.exit_code
             if done.exit_code != 0 or done.timed_out:
                 return _report(spec.name, done, secret, install_code=install_code)
-        result = self.agent_exec(run, env=env, timeout_s=launch.effective_timeout_s)
+        with launch_egress(model_egress):
+            result = self.agent_exec(run, env=env, timeout_s=launch.effective_timeout_s)
         return _report(spec.name, result, secret, install_code=install_code)
+
+
+def model_egress_of(base_url: str) -> tuple[Egress, str]:
+    """What an agent program needs to reach its model endpoint, and the URL it uses for it.
+
+    `http://`: the endpoint relayed to `127.0.0.1:<port>` in the sandbox (the URL rewritten to
+    it). `https://`: its host through the allowlist proxy, pinned to the address it has here
+    (the orchestrator chose it; the proxy would refuse an internal one otherwise); the URL kept,
+    so TLS checks the real name. Under the opt-out there are no namespaces: the URL is kept.
+    """
+    parts = urlsplit(base_url)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    if isolation_mode() is Isolation.NONE:
+        return Egress(), base_url
+    if parts.scheme == "http":
+        endpoint, inside = relay_url(base_url)
+        return Egress(endpoints=(endpoint,)), inside
+    if is_ip_literal(host):
+        raise ValueError(f"an https:// base_url must name its host (the proxy admits names only), got {base_url!r}")
+    try:
+        address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
+    except OSError as e:
+        raise RuntimeError(f"the launch's base_url host {host!r} does not resolve here: {e}") from None
+    return Egress(allow=(f"{host}:{port}",), pins={host.lower(): str(address)}), base_url
 
 
 def _scrub(text: str, secret: str) -> str:

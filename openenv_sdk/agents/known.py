@@ -59,6 +59,9 @@ _MSWEA_INSTALL = (
 )
 """Idempotent: skipped when the marker file names the same requirements; redone from scratch otherwise."""
 
+_PYPI = ["pypi.org", "files.pythonhosted.org"]
+"""The install reaches PyPI and nothing else (through the sandbox's allowlist proxy)."""
+
 _MSWEA_ENV = {
     "MSWEA_CONFIGURED": "true",
     "MSWEA_SILENT_STARTUP": "1",
@@ -103,6 +106,7 @@ MINI_SWE_AGENT = AgentSpec(
     config_path=".config/openenv/mini-swe-agent.yaml",
     config=_mswea_config("litellm"),
     install_timeout_s=600.0,
+    install_allow=_PYPI,
 )
 """mini-swe-agent with tool calls: each request offers one `bash` tool; answer with a `bash` call."""
 
@@ -114,5 +118,6 @@ MINI_SWE_AGENT_TEXT = AgentSpec(
     config_path=".config/openenv/mini-swe-agent-text.yaml",
     config=_mswea_config("litellm_textbased"),
     install_timeout_s=600.0,
+    install_allow=_PYPI,
 )
 """mini-swe-agent text-based: no tools; answer with one ```` ```mswea_bash_command ```` block."""

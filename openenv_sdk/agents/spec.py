@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from ..sandbox._allowlist import parse_allow
+
 __all__ = ["AgentLaunch", "AgentMode", "AgentRun", "AgentSpec", "render_agent_command"]
 
 AgentMode = Literal["intercept", "black_box"]
@@ -62,6 +64,17 @@ class AgentSpec(BaseModel):
     )
     timeout_s: float = Field(default=600.0, gt=0, description="Wall-clock limit of one run; the agent is killed after it.")
     install_timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock limit of the install command.")
+    install_allow: list[str] = Field(
+        default_factory=list,
+        description="Host names the install command may reach, through the allowlist proxy (e.g. `pypi.org`, "
+        "`files.pythonhosted.org`); nothing else. The run reaches only its model endpoint.",
+    )
+
+    @field_validator("install_allow")
+    @classmethod
+    def _install_allow_names(cls, value: list[str]) -> list[str]:
+        parse_allow(value)  # raises ValueError naming an entry that is not a host name
+        return value
 
     @field_validator("config_path")
     @classmethod

@@ -297,9 +297,9 @@ class DockerProvider(Provider):
         manifest = manifest_from_labels(image.labels) or Manifest(name=self.image)
         port = self._port or int((image.labels or {}).get(LABEL_PORT, manifest.port))
         policy = self._network or manifest.network.policy
-        if policy not in ("none", "bridge"):
+        if policy not in ("none", "bridge", "allowlist"):
             raise ContainerRunError(
-                f"network policy {policy!r} is not supported by DockerProvider; use 'none' or 'bridge'"
+                f"network policy {policy!r} is not supported by DockerProvider; use 'none', 'bridge' or 'allowlist'"
             )
         cpus = self._cpus if self._cpus is not None else manifest.resources.cpus
         token = secrets.token_urlsafe(32) if self._use_token else None
@@ -324,7 +324,7 @@ class DockerProvider(Provider):
         if self._read_only:
             options["read_only"] = True
             options["tmpfs"] = {"/tmp": "rw,size=64m"}
-        if policy == "bridge":
+        if policy in ("bridge", "allowlist"):  # allowlist: the server's proxy needs egress; commands reach only the list
             options["ports"] = {f"{port}/tcp": (self._publish_host, None)}
         else:
             options["network"] = _internal_network(engine)

@@ -4,7 +4,7 @@ Every command runs in a network namespace of its own (its loopback only: no host
 abstract unix socket, no resolver). An `Egress` opens exactly two kinds of path out of it:
 
 - **endpoints** (`Endpoint(host, port)`): a fixed address, such as the interception server an
-  agent program's model calls go to. Inside the sandbox it is `127.0.0.1:<port>`; a relay
+  agent program's model calls go to. Inside the sandbox it is `127.0.0.1:<port>` (10000 + a port below 1024); a relay
   (`_relay.py`, in the sandbox) carries each connection over a unix socket bound into the
   sandbox to a forwarder here, on the trusted side, which connects to that one address and
   nowhere else, whatever the bytes say.
@@ -52,7 +52,7 @@ from ._allowlist import parse_allow
 __all__ = ["Egress", "EgressPlan", "Endpoint", "current_launch_egress", "egress_plan", "launch_egress", "relay_url"]
 
 PROXY_PORT = 3128
-"""Where the allowlist proxy is inside the sandbox (`127.0.0.1:3128`)."""
+"""Where the allowlist proxy is inside the sandbox (`127.0.0.1:3128`, or the next port an endpoint left free)."""
 NET_DIR = "/run/openenv-net"
 PROXY_DIR = "/run/openenv-proxy"
 RELAY_TARGET = "/run/openenv-relay.py"
@@ -104,17 +104,21 @@ class Egress(BaseModel):
             pins={**self.pins, **other.pins},
         )
 
-    def inside_ports(self) -> list[tuple[Endpoint, int]]:
-        """Each endpoint with its port inside the sandbox: its own, unless another took it (or the proxy's)."""
-        taken = {PROXY_PORT} if self.allow else set()
+    def inside_ports(self) -> tuple[list[tuple[Endpoint, int]], int]:
+        """Each endpoint with its port inside the sandbox (`inside_port`, or the next free one
+        when two endpoints share it), and the proxy's (3128, or the next free one)."""
+        taken: set[int] = set()
         out: list[tuple[Endpoint, int]] = []
         for endpoint in self.endpoints:
-            port = endpoint.port
+            port = inside_port(endpoint.port)
             while port in taken:
                 port = port + 1 if port < 65535 else 1024
             taken.add(port)
             out.append((endpoint, port))
-        return out
+        proxy = PROXY_PORT
+        while proxy in taken:
+            proxy += 1
+        return out, proxy
 
     @classmethod
     def from_manifest(cls, section: Any, *, phase: Literal["agent", "grading"]) -> Egress:
@@ -124,9 +128,15 @@ class Egress(BaseModel):
         return cls(allow=tuple(hosts))
 
 
+def inside_port(port: int) -> int:
+    """Where an endpoint on `port` is inside the sandbox: the same port, or 10000 + a privileged
+    one (the relay runs as the session's user, who cannot bind below 1024)."""
+    return port if port >= 1024 else 10000 + port
+
+
 def relay_url(url: str) -> tuple[Endpoint, str]:
     """The endpoint an `http://` URL names and the URL as a sandboxed command reaches it
-    (`http://127.0.0.1:<port>/...`).
+    (`http://127.0.0.1:<inside_port(port)>/...`).
 
     Raises:
         ValueError: not an `http://` URL with a host (an `https://` one goes through the allowlist).
@@ -135,7 +145,8 @@ def relay_url(url: str) -> tuple[Endpoint, str]:
     if parts.scheme != "http" or not parts.hostname:
         raise ValueError(f"only an http:// URL with a host can be relayed, got {url!r}")
     endpoint = Endpoint(host=parts.hostname, port=parts.port or 80)
-    return endpoint, urlunsplit(("http", f"127.0.0.1:{endpoint.port}", parts.path, parts.query, parts.fragment))
+    inside = f"127.0.0.1:{inside_port(endpoint.port)}"
+    return endpoint, urlunsplit(("http", inside, parts.path, parts.query, parts.fragment))
 
 
 # --- an agent launch's egress ---------------------------------------------------------------
@@ -355,17 +366,18 @@ def egress_plan(egress: Egress) -> Iterator[EgressPlan]:
     forwarders: list[_Forwarder] = []
     folder: Path | None = None
     try:
+        ports, proxy_port = egress.inside_ports()
         if egress.endpoints:
             folder = _private_dir("openenv-egress-")
             plan.binds.append((folder, NET_DIR))
-            for i, (endpoint, port) in enumerate(egress.inside_ports()):
+            for i, (endpoint, port) in enumerate(ports):
                 forwarders.append(_Forwarder(folder / f"{i}.sock", endpoint))
                 specs.append(f"{port}={NET_DIR}/{i}.sock")
         if egress.allow:
             proxy = proxy_for(egress.allow, egress.pins)
             plan.binds.append((proxy.folder, PROXY_DIR))
-            specs.append(f"{PROXY_PORT}={PROXY_DIR}/proxy.sock")
-            url = f"http://127.0.0.1:{PROXY_PORT}"
+            specs.append(f"{proxy_port}={PROXY_DIR}/proxy.sock")
+            url = f"http://127.0.0.1:{proxy_port}"
             plan.env.update({"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url})
             plan.env.update({"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
         plan.binds.append((RELAY_SOURCE, RELAY_TARGET))
