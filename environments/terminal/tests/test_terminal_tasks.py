@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from terminal_testkit import ENV_DIR, HIDDEN_DIR, script_blocks, terminal_env, terminal_grader
 
+from openenv_sdk.grading.shell_lint import runs_agent_code
 from openenv_sdk.manifest import load_manifest
 
 TASKS = terminal_env.load_tasks()
@@ -78,3 +79,44 @@ def test_no_check_passes_on_the_starting_workspace() -> None:
     passing = [task_id for task_id, result in results.items() if result["exit_code"] == 0]
     assert passing == []
     assert all(result["failed"] and not result["timed_out"] for result in results.values())
+
+
+CHECK_RUNNER = r"\bcheck\s+(?:\"[^\"]*\"|'[^']*'|\S+)"
+"""lib.sh's `check WHAT COMMAND...` runs COMMAND."""
+
+
+def test_no_check_runs_the_agents_code_but_through_run_agent() -> None:
+    """Every program of the agent a check runs goes through run_agent/run_program (a fresh
+    sandbox); a lint over every check.sh and test.sh, as far as a lint can tell."""
+    scripts = {p.relative_to(HIDDEN_DIR).as_posix(): p.read_text() for p in HIDDEN_DIR.rglob("*.sh")}
+    checks = {name: text for name, text in scripts.items() if name.endswith(("/check.sh", "/tests/test.sh"))}
+    assert len(checks) == len(TASKS) + 3
+    offending = {
+        name: runs_agent_code(text, ["$WORKSPACE", "/app"], runners=[CHECK_RUNNER]) for name, text in checks.items()
+    }
+    assert {name: lines for name, lines in offending.items() if lines} == {}
+
+
+def test_the_lint_finds_direct_runs_of_the_agents_code() -> None:
+    """The lint's control: the forms the checks used before run_agent went through a sandbox."""
+    direct = [
+        "py() { printf '%b' \"$1\" | timeout -k 1 10 python3 stats.py 2>/dev/null; }",
+        'out=$(timeout -k 1 10 python3 "$WORKSPACE/csv2json.py" tricky.csv </dev/null 2>/dev/null)',
+        'timeout 10 ./deploy.sh </dev/null >"$TMPDIR/usage.out"',
+        'check "a second run succeeds" ./deploy.sh "my app"',
+        'expect_eq "x" "Hello" "$("$WORKSPACE/bin/greet" Bob)"',
+        "bash fix.sh",
+        "cd repo && make",
+        "python3 -m pytest tests/ && . ./env.sh",
+    ]
+    for line in direct:
+        assert runs_agent_code(line, ["$WORKSPACE"], runners=[CHECK_RUNNER]) == [line], line
+    through = [
+        'expect_eq "x" "Hello" "$(run_agent ./bin/greet Alice)"',
+        "py() { printf '%b' \"$1\" | run_program 10 python3 stats.py 2>/dev/null; }",
+        'check "a second run succeeds" run_agent ./deploy.sh "my app"',
+        'check "parses" python3 -c \'import json; json.load(open("config.json"))\'',
+        "timeout -k 5 55 bash /tests/test.sh",
+    ]
+    for line in through:
+        assert runs_agent_code(line, ["$WORKSPACE"], runners=[CHECK_RUNNER]) == [], line
