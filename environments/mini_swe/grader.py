@@ -9,18 +9,19 @@ from this folder on the host:
 - `tasks/<task_id>/repo/`: the original repository, whose test and configuration files
   replace whatever the agent left in the workspace.
 
-It sends these through the orchestrator-only call `run_tests`, which runs them against the
-agent's library code in a fresh sandbox, in an isolated interpreter whose signed report the
-server verifies (see `mini_swe_guard`). The expected node ids never enter the sandbox: they are
-compared here with what the run collected.
+It sends these through the orchestrator-only call `run_tests`, which runs them in a trusted
+pytest process that never imports the agent's code: the tests' imports of the repository's
+package are proxies whose calls run in a worker in a fresh sandbox (`openenv_sdk.grading`), and
+the outcomes come from a report the trusted process writes where the agent's code cannot reach.
+The expected node ids never leave this process: they are compared here with what the run
+collected.
 
 The score is 1.0 only when the report is complete, nothing shows tampering, every expected test
 was collected (and nothing else), every FAIL_TO_PASS test now passes and every PASS_TO_PASS test
-still does; else 0.0. Any sign of tampering (edited or deleted test files, pytest configuration
-or interpreter startup files planted, pytest internals patched, a test "passed" whose body
-never ran, forged or missing report lines, tests missing or renamed) gives 0.0 whatever the
-outcomes say. The evidence lists each test's outcome, `tampering` (every such sign) and `reason`
-(why the score is what it is).
+still does; else 0.0. Any sign that the agent worked on the grading rather than the code (edited
+or deleted test files, pytest configuration or interpreter startup files planted, tests missing
+or renamed) gives 0.0 whatever the outcomes say. The evidence lists each test's outcome,
+`tampering` (every such sign) and `reason` (why the score is what it is).
 """
 
 from __future__ import annotations
@@ -101,14 +102,17 @@ def grading_files(task: HiddenTask, env_dir: Path = HERE) -> dict[str, str]:
 class MiniSweGrader(Grader):
     """1.0 when all FAIL_TO_PASS tests pass and all PASS_TO_PASS tests still pass; else 0.0."""
 
-    def __init__(self, *, env_dir: str | Path = HERE, timeout_s: float = 30.0) -> None:
+    def __init__(self, *, env_dir: str | Path = HERE, timeout_s: float = 30.0, test_timeout_s: float = 10.0) -> None:
         """Args:
         env_dir: the environment folder holding `hidden/` and `tasks/`.
         timeout_s: the longest the test run may take, in seconds (keep it below the client's
             `timeout_s`, 60 s by default, so that a hanging test scores 0.0 instead of timing out).
+        test_timeout_s: the longest one test, and one call into the agent's code, may take (at
+            most `timeout_s`).
         """
         self.env_dir = Path(env_dir)
         self.timeout_s = timeout_s
+        self.test_timeout_s = min(test_timeout_s, timeout_s)
 
     @reward(weight=1.0)
     async def resolved(self, state: dict[str, Any], env: Any) -> tuple[float, dict[str, Any]]:
@@ -119,6 +123,7 @@ class MiniSweGrader(Grader):
             source_paths=task.source_paths,
             node_ids=[*task.fail_to_pass, *task.pass_to_pass],
             timeout_s=self.timeout_s,
+            test_timeout_s=self.test_timeout_s,
         )
         if inspect.isawaitable(result):
             result = await result

@@ -5,7 +5,8 @@ Each task is a tiny package with a test suite (`tasks/<task_id>/repo/`) and a bu
 workspace through tools, and calls `submit()` when done. Nothing here knows the answer: the
 hidden FAIL_TO_PASS tests and the gold patch live in `hidden/`, which never enters the image;
 the host-side grader (`grader.MiniSweGrader`) sends the tests at grading time through the
-orchestrator-only call `run_tests`, which runs them in a fresh sandbox the agent never saw.
+orchestrator-only call `run_tests`, which runs them in a trusted process that never imports the
+agent's code: the repository's package is served to the tests by a worker in a fresh sandbox.
 
 Each episode holds one `openenv_sdk.sandbox.Sandbox` (see `mini_swe_sandbox`): every agent
 command and every file tool (`mini_swe_fsops`, run as the sandbox user) runs in it, with its own
@@ -263,29 +264,43 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
 
     @orchestrator
     def run_tests(
-        self, files: dict[str, str], source_paths: list[str], node_ids: list[str], timeout_s: float = 30.0
+        self,
+        files: dict[str, str],
+        source_paths: list[str],
+        node_ids: list[str],
+        timeout_s: float = 30.0,
+        test_timeout_s: float = 10.0,
     ) -> dict[str, Any]:
-        """Run pytest `node_ids` against the agent's code, in a fresh sandbox the agent never saw.
+        """Run pytest `node_ids` from `files` against the agent's library code, which never runs
+        in the process that runs the tests.
 
-        The grading tree holds the workspace's `source_paths` (the library code; `conftest.py`
-        files and symlinks are dropped) and `files` from the host (the original tests and
-        configuration, and the hidden tests), which replace whatever the agent put there. The
-        tests run in an isolated interpreter under `mini_swe_guard.py`, whose signed report is
-        verified here. The node ids never enter the sandbox: the caller compares them with
-        `collected`.
+        `files` (the host's: the original tests and configuration, and the hidden tests) go into
+        a fresh private directory of the server's, where pytest runs in a trusted process. The
+        tests' imports of the repository's package (the top-level `source_paths`) are proxies:
+        each call goes to a worker that imports a copy of the workspace's `source_paths` (no
+        `conftest.py`, no symlink) in a fresh sandbox of its own, with no network and nothing
+        else mounted (`mini_swe_sandbox.SandboxHost.grade`). The outcomes come from a report
+        that the trusted process writes into its private directory. The node ids never leave
+        this call: the caller compares them with `collected`.
+
+        Args:
+            files: relative path -> text, from the host.
+            source_paths: the library code's top-level package folders (e.g. `["intervals"]`).
+            node_ids: the tests to report (their files are the ones run).
+            timeout_s: limit of the whole run, in seconds.
+            test_timeout_s: limit of each test and of each call into the agent's code, in seconds.
 
         Returns:
             `status` (`ok`, `no_episode`, `workspace_missing`, `too_large`), `outcomes`
             (node id -> `passed`, `failed`, `error`, `skipped` or `not run`), `report`
             (`complete`, or why not: `report missing: ...`), `tampering` (every sign that the
             agent worked on the grading instead of the code: edited or deleted test files,
-            pytest configuration, startup files, patched pytest internals, forged report
-            lines), `collected` (the test ids the run collected; None without a report),
-            `exit_code`, `timed_out`, `collect_errors`, `output_tail` (the run's stderr),
-            `details` (why a test is not run or skipped), and the agent's changes to the
-            repository: `kept_changes` (graded), `discarded_changes` (replaced by the host's
-            files, or not library code), `skipped_files` (symlinks, FIFOs, files of another
-            owner, `conftest.py`: never copied) and a unified `diff`.
+            pytest configuration, startup files), `collected` (the test ids the run collected;
+            None without a report), `exit_code` (pytest's), `timed_out`, `collect_errors`,
+            `output_tail` (the run's output), `details` (the failures' messages), and the
+            agent's changes to the repository: `kept_changes` (graded), `discarded_changes`
+            (replaced by the host's files, or not library code), `skipped_files` (symlinks,
+            FIFOs, files of another owner, `conftest.py`: never copied) and a unified `diff`.
         """
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise ValueError("files must map relative paths to text")
@@ -294,6 +309,8 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         ids = [str(node_id) for node_id in node_ids]
         if not 0 < timeout_s <= 600:
             raise ValueError(f"timeout_s must be in (0, 600], got {timeout_s}")
+        if not 0 < test_timeout_s <= timeout_s:
+            raise ValueError(f"test_timeout_s must be in (0, timeout_s], got {test_timeout_s}")
         answer: dict[str, Any] = {
             "status": "ok",
             "outcomes": {node_id: "not run" for node_id in ids},
@@ -319,7 +336,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         test_files = sorted({node_id.split("::", 1)[0] for node_id in ids})
         try:
             current, _ = read_tree(dirs.repo, owner_uid=owner)
-            run = host().grade(dirs, sources, files, test_files, timeout_s)
+            run = host().grade(dirs, sources, files, test_files, timeout_s, test_timeout_s)
         except TreeTooLarge as e:
             return {**answer, "status": "too_large", "output_tail": str(e)}
         pristine, _ = read_tree(self._task.repo_path)
@@ -327,7 +344,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         report = run.report
         tampering = [*workspace_tampering(current, pristine, files), *report.tampering]
         result = run.result
-        tail = result.stderr[-_OUTPUT_TAIL_CHARS:]
+        tail = (result.stdout + result.stderr)[-_OUTPUT_TAIL_CHARS:]
         status = f"[timed out after {result.duration_s:.1f} s; killed]" if result.timed_out else f"[exit code {result.exit_code}]"
 
         def graded(path: str) -> bool:
@@ -339,7 +356,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
             "report": "complete" if report.complete else report.problem,
             "tampering": tampering,
             "collected": report.collected,
-            "exit_code": int(report.exit_status) if report.complete and (report.exit_status or "").isdigit() else None,
+            "exit_code": report.exit_status if report.complete else None,
             "timed_out": result.timed_out,
             "collect_errors": report.collect_errors,
             "output_tail": f"{tail}\n{status}".lstrip("\n"),

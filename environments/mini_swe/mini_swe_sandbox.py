@@ -5,32 +5,33 @@ One `SandboxHost` per server process holds what every session shares:
 - a private base directory (`mkdtemp`, mode 0711) under which every session's sandbox folder
   and every grading sandbox is made;
 - the command limits (from the manifest's `sandbox:` block);
-- the runtime (`runtime/`, mounted read-only in every sandbox): `python`, `python3` and `pytest`
-  wrappers on `PATH`, a site directory holding copies of pytest and its dependencies (the only
-  third-party code the grading interpreter sees), and the trusted grading files
-  (`mini_swe_guard.py` and its `pytest.ini`).
+- the runtime (`runtime/`, mounted read-only in every session's sandbox): `python`, `python3` and
+  `pytest` wrappers on `PATH`, and a site directory holding copies of pytest and its dependencies
+  (for the agent's own test runs).
 
 Each session is a `Sandbox` (its own uid, its commands in fresh pid, mount, network, IPC and UTS
 namespaces, every process killed when its command ends): `repo/` (the workspace, the sandbox
 user's) and `home/` (its `HOME` and `TMPDIR`). Nothing of the host is visible to it but the
 system, the Python runtime, its own folder and the runtime directory.
 
-Grading (`SandboxHost.grade`) runs in a fresh sandbox of its own: the agent's library code (read
-without following symlinks) and the host's test files are written into a tree the grading uid
-can only read, and `mini_swe_guard.py` runs pytest there in an isolated interpreter, reporting
-each test's outcome through HMAC-signed lines that `read_report` verifies with the run's key.
+Grading (`SandboxHost.grade`) follows the SDK's rule (`openenv_sdk.grading`): the tests run in a
+trusted pytest process that never imports the agent's code, in a private directory holding only
+the host's files (the original tests and configuration, the hidden tests); every import of the
+repository's package there is a proxy whose calls go over a pipe to a worker that imports a copy
+of the agent's library code in a fresh sandbox of its own (its own uid, no network, nothing of
+the session, the host or the trusted directory mounted). Values come back through a bounded
+JSON codec, objects as handles; nothing the worker sends is executed. The trusted process writes
+each test's outcome to a JSON file in its private directory (`read_report`).
 """
 
 from __future__ import annotations
 
 import compileall
 import difflib
-import hashlib
-import hmac
+import json
 import os
 import pwd
 import re
-import secrets
 import shutil
 import stat
 import sys
@@ -43,7 +44,7 @@ from pathlib import Path, PurePosixPath
 
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
-from openenv_sdk.sandbox import CommandResult, Mount, Sandbox, SandboxLimits, remove_tree
+from openenv_sdk.sandbox import CommandResult, Isolation, Mount, Sandbox, SandboxLimits, remove_tree, run_command
 
 __all__ = [
     "WORKSPACE_ROOT_ENV",
@@ -68,6 +69,8 @@ SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 MAX_TREE_BYTES = 32 * 1024 * 1024
 MAX_TREE_FILES = 5000
 REPORT_MAX_BYTES = 8 * 1024 * 1024
+REPORT_FILE = "openenv_grading_report.json"
+GRADING_OUTPUT_BYTES = 64 * 1024
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "mini-swe",
@@ -78,6 +81,8 @@ _GIT_ENV = {
 }
 GRADING_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\n"
 """The only pytest configuration a grading run reads (`-c`); the repository's is never read."""
+_TRUSTED_PYTHON = sys.executable
+"""The trusted pytest's interpreter: the server's own (with pytest installed), never sandboxed."""
 
 
 class TreeTooLarge(Exception):
@@ -239,15 +244,15 @@ def workspace_tampering(current: dict[str, bytes], pristine: dict[str, bytes], h
     return reasons
 
 
-# --- the signed report ------------------------------------------------------------------------
+# --- the report ---------------------------------------------------------------------------------
 
 
 @dataclass
 class Report:
-    """What a grading run's signed report says (see `mini_swe_guard`)."""
+    """What a grading run's report says (written by the trusted pytest, see `read_report`)."""
 
     complete: bool = False
-    """A start record, an end record, and nothing unsigned, out of order or late."""
+    """The trusted pytest process finished its session and wrote the report."""
     problem: str = ""
     """Why it is not complete (empty when it is)."""
     outcomes: dict[str, str] = field(default_factory=dict)
@@ -255,58 +260,33 @@ class Report:
     collected: list[str] | None = None
     collect_errors: list[str] = field(default_factory=list)
     tampering: list[str] = field(default_factory=list)
-    exit_status: str | None = None
+    exit_status: int | None = None
 
 
-def read_report(text: str, key: bytes) -> Report:
-    """Verify and parse the runner's report lines (`<hmac> <seq> <kind> <hex field>...`)."""
+def read_report(path: Path, result: CommandResult) -> Report:
+    """The report the trusted pytest wrote at `path` (`openenv_sdk.grading.pytest_report`), or
+    why there is none. The file is in a directory only the server can write: no code of the
+    agent's ran in the process that wrote it, nor can reach the directory."""
     report = Report()
-    started = ended = False
-    expected_seq = 0
-    unsigned: list[int] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        mac, _, body = line.partition(" ")
-        good = hmac.compare_digest(hmac.new(key, body.encode("utf-8", "replace"), hashlib.sha256).hexdigest(), mac)
-        if not good:
-            unsigned.append(number)
-            continue
-        seq, kind, *raw = body.split(" ")
-        if seq != str(expected_seq):
-            report.tampering.append(f"report line {number} is out of order")
-        expected_seq += 1
-        if ended:
-            report.tampering.append("the report goes on after its end record")
-            continue
-        fields = [bytes.fromhex(f).decode("utf-8", "surrogateescape") for f in raw]
-        if kind == "start":
-            started = True
-        elif kind == "collected":
-            report.collected = fields
-        elif kind == "collect_errors":
-            report.collect_errors = fields
-        elif kind == "test" and len(fields) == 3:
-            nodeid, outcome, detail = fields
-            if nodeid in report.outcomes:
-                report.tampering.append(f"{nodeid} was reported twice")
-            report.outcomes[nodeid] = outcome
-            if detail:
-                report.details[nodeid] = detail
-        elif kind == "tamper":
-            report.tampering.append(fields[0] if fields else "tampering")
-        elif kind == "end":
-            ended = True
-            report.exit_status = fields[0] if fields else None
-    if unsigned:
-        report.tampering.insert(
-            0,
-            f"{len(unsigned)} report line(s) not signed with the run's key (forged or corrupted), "
-            f"the first at line {unsigned[0]}",
-        )
-    if not started:
-        report.problem = "report missing: the test runner never started (or its channel was destroyed)"
-    elif not ended:
-        report.problem = "report missing: the process exited before the session ended"
-    report.complete = started and ended
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > REPORT_MAX_BYTES:
+            raise OSError("not a regular file within the limit")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        if result.timed_out:
+            report.problem = f"report missing: the test run was killed at its time limit ({result.duration_s:.1f} s)"
+        else:
+            report.problem = f"report missing: the test run ended without one (exit code {result.exit_code})"
+        return report
+    if not isinstance(data, dict) or data.get("finished") is not True or not isinstance(data.get("outcomes"), dict):
+        report.problem = "report missing: the test run's report is malformed"
+        return report
+    report.complete = True
+    report.exit_status = data["exitstatus"] if type(data.get("exitstatus")) is int else None
+    report.outcomes = {str(k): str(v) for k, v in data["outcomes"].items()}
+    report.collected = [str(n) for n in data.get("collected") or []]
+    report.collect_errors = sorted(str(n) for n in data.get("collect_errors") or {})
+    report.details = {str(k): str(v)[-600:] for k, v in (data.get("messages") or {}).items()}
     return report
 
 
@@ -340,14 +320,12 @@ class GradeRun:
 
 @dataclass(frozen=True)
 class Runtime:
-    """The read-only runtime directory every sandbox mounts."""
+    """The read-only runtime directory every session's sandbox mounts."""
 
     directory: Path
     python: str
     bin: Path
     site: Path
-    guard: Path
-    ini: Path
 
 
 class SandboxHost:
@@ -414,14 +392,11 @@ class SandboxHost:
 
     def _make_runtime(self) -> Runtime:
         directory = self.base / "runtime"
-        bin_dir, site, grading = directory / "bin", directory / "site", directory / "grading"
-        for folder in (directory, bin_dir, grading):
+        bin_dir, site = directory / "bin", directory / "site"
+        for folder in (directory, bin_dir):
             folder.mkdir(parents=True, exist_ok=True)
             os.chmod(folder, 0o755)
         _copy_distributions(["pytest"], site)
-        guard, ini = grading / "mini_swe_guard.py", grading / "pytest.ini"
-        _write_file(grading, guard.name, (HERE / "mini_swe_guard.py").read_bytes())
-        _write_file(grading, ini.name, GRADING_INI.encode())
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
         candidates = [sys.executable] + [
             found for name in (f"python{version}", "python3") if (found := shutil.which(name, path=_SYSTEM_PATH))
@@ -447,7 +422,7 @@ class SandboxHost:
             ("pytest", f'exec {chosen} -m pytest "$@"'),
         ):
             _write_file(bin_dir, name, f"#!/bin/sh\n{body}\n".encode(), mode=0o755)
-        return Runtime(directory=directory, python=chosen, bin=bin_dir, site=site, guard=guard, ini=ini)
+        return Runtime(directory=directory, python=chosen, bin=bin_dir, site=site)
 
     def command_env(self, dirs: SessionDirs) -> dict[str, str]:
         """The environment of an agent command in session `dirs`."""
@@ -542,24 +517,38 @@ class SandboxHost:
     # --- grading ----------------------------------------------------------------------------
 
     def grade(
-        self, dirs: SessionDirs, source_paths: list[str], files: dict[str, str], test_files: list[str], timeout_s: float
+        self,
+        dirs: SessionDirs,
+        source_paths: list[str],
+        files: dict[str, str],
+        test_files: list[str],
+        timeout_s: float,
+        test_timeout_s: float,
     ) -> GradeRun:
-        """Run `test_files` against the agent's library code in a fresh sandbox.
+        """Run `test_files` (from the host's `files`) against the agent's library code.
 
-        The grading tree holds the workspace's `source_paths` (read without following links, as
-        the session's uid; `conftest.py` files dropped) and `files` from the host (the tests and
-        configuration), which win. It is the server's and read-only to the grading uid, which
-        is not the session's. `mini_swe_guard.py` runs pytest there (see its docstring) with a
-        fresh key on stdin; its signed report is verified here.
+        The tests run in a trusted pytest process (`python -I -m pytest`, the server's
+        interpreter and user, outside any sandbox) in a fresh private directory holding only
+        `files` and a `pytest.ini` (its only configuration). It never imports the agent's code:
+        the repository's modules (the top-level names of `source_paths`) are proxies
+        (`openenv_sdk.grading.pytest_remote`) whose calls go to a worker that imports a copy of
+        `source_paths` (read without following links, as the session's uid; `conftest.py` files
+        dropped) in a fresh sandbox: its own uid, which can only read that copy, no network,
+        nothing else of the host. Each call has `test_timeout_s`; the run, `timeout_s`. Both
+        directories are removed afterwards, with every process.
 
         Raises:
             TreeTooLarge: the agent's source paths hold too much to copy.
+            ValueError: a source path that is not a top-level package or module.
         """
+        modules = [_module_of(source) for source in source_paths]
         runtime = self.runtime()
         owner = dirs.uid if dirs.sandbox.privileged else None
-        grading = Sandbox(limits=self.limits, name="mini_swe-grade", base_dir=self.base, mounts=self.mounts())
+        trusted = Path(tempfile.mkdtemp(prefix="mini_swe-checks-", dir=self.base))  # 0700, the server's own
+        worker: Sandbox | None = None
         try:
-            repo, home = grading.make_dir("repo", writable=False), grading.make_dir("home")
+            worker = Sandbox(limits=self.limits, name="mini_swe-worker", base_dir=self.base)
+            code = worker.make_dir("work", writable=False)  # the worker reads its copy, writes nothing there
             run = GradeRun(result=CommandResult(stdout="", stderr="", exit_code=-1, duration_s=0.0), report=Report())
             for source in source_paths:
                 found, skipped = read_tree(dirs.repo / source, owner_uid=owner)
@@ -569,30 +558,60 @@ class SandboxHost:
                     if rel.rsplit("/", 1)[-1] == "conftest.py":
                         run.skipped.append(path)
                         continue
-                    _write_file(repo, path, data)
+                    _write_file(code, path, data)
                     run.kept.append(path)
-            for rel, text in files.items():
-                _write_file(repo, rel, text.encode("utf-8"))
-            written, _ = read_tree(repo)
-            key = secrets.token_bytes(32)
-            argv = [runtime.python, "-I", "-S", "-B", str(runtime.guard), str(runtime.site), str(repo), str(runtime.ini)]
-            env = {"PATH": _SYSTEM_PATH, "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8"}
-            limits = self.limits.model_copy(
-                update={
-                    "timeout_s": timeout_s,
-                    "max_output_bytes": REPORT_MAX_BYTES,
-                    "kill_after_output_bytes": max(self.limits.kill_after_output_bytes, 4 * REPORT_MAX_BYTES),
-                }
-            )
-            run.result = grading.run([*argv, *test_files], cwd=repo, env=env, stdin=key.hex() + "\n", limits=limits)
-            run.report = read_report(run.result.stdout, key)
-            after, _ = read_tree(repo)
-            if after != written:
-                changed = sorted(rel for rel in set(after) | set(written) if after.get(rel) != written.get(rel))
-                run.report.tampering.append(f"the grading tree changed during the run: {', '.join(changed[:10])}")
+            for rel, text in {**files, "pytest.ini": GRADING_INI}.items():
+                _write_file(trusted, rel, text.encode("utf-8"))
+            argv = self._trusted_pytest(worker, code, modules, runtime.python, test_files, test_timeout_s)
+            run.result = run_command(
+                argv,
+                cwd=trusted,
+                env={"PATH": _SYSTEM_PATH, "HOME": str(trusted), "LANG": "C.UTF-8", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                limits=SandboxLimits(
+                    timeout_s=timeout_s, max_output_bytes=GRADING_OUTPUT_BYTES, memory_bytes=None, max_processes=None,
+                    sandbox_user=None,
+                ),
+            )  # fmt: skip
+            run.report = read_report(trusted / REPORT_FILE, run.result)
             return run
         finally:
-            grading.close()
+            if worker is not None:
+                worker.close()
+            remove_tree(trusted)
+
+    def _trusted_pytest(
+        self, worker: Sandbox, code: Path, modules: list[str], python: str, test_files: list[str], test_timeout_s: float
+    ) -> list[str]:
+        """The trusted pytest command; its remote plugin starts each worker in `worker` (a fresh
+        sandbox: no network, its folder holding only the code's copy), under the session's memory
+        and process limits."""
+        limits = self.limits
+        prefix = ["prlimit", "--core=0"]
+        if limits.memory_bytes is not None:
+            prefix.append(f"--as={limits.memory_bytes}")
+        if limits.max_processes is not None:
+            prefix.append(f"--nproc={limits.max_processes}")
+        prefix.append("--")
+        if worker.isolation is Isolation.BWRAP:
+            prefix += worker.wrap([], cwd=code)
+        elif worker.privileged:  # the operator's opt-out: no namespaces, only the sandbox user
+            prefix += ["setpriv", f"--reuid={worker.uid}", f"--regid={worker.gid}", "--clear-groups", "--"]
+        return [
+            _TRUSTED_PYTHON, "-I", "-B", "-m", "pytest",
+            "-p", "openenv_sdk.grading.pytest_remote", "-p", "openenv_sdk.grading.pytest_report",
+            "--remote-modules", ",".join(modules), "--remote-dir", str(code), "--remote-equality",
+            "--remote-spawn-prefix", json.dumps(prefix), "--remote-python", python,
+            "--remote-timeout", f"{test_timeout_s:g}",
+            "--grading-report", REPORT_FILE, "--grading-test-timeout", f"{test_timeout_s:g}",
+            "-c", "pytest.ini", "--rootdir", ".", "-p", "no:cacheprovider", "-q", "-rN", *test_files,
+        ]  # fmt: skip
+
+
+def _module_of(source: str) -> str:
+    """The package a source path holds: a top-level folder named like a module (`intervals`)."""
+    if not source.isidentifier():
+        raise ValueError(f"source path {source!r} must be a top-level package folder (e.g. 'intervals')")
+    return source
 
 
 _OWNER_FILE = "owner"

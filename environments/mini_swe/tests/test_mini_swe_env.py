@@ -23,6 +23,7 @@ from mini_swe_sandbox import (
 from mini_swe_testkit import ENV_DIR, IS_ROOT, load_grader_module
 
 from openenv_sdk.manifest import Sandbox
+from openenv_sdk.sandbox import CommandResult
 
 # --- tasks ----------------------------------------------------------------------------------
 
@@ -330,39 +331,30 @@ def test_bases_of_dead_servers_are_removed(tmp_path: Path) -> None:
     assert not fresh.base.exists()
 
 
-# --- the signed report and the workspace checks ---------------------------------------------
+# --- the report and the workspace checks -----------------------------------------------------
 
 
-def _line(key: bytes, seq: int, kind: str, *fields: str) -> str:
-    import hashlib
-    import hmac
-
-    body = " ".join([str(seq), kind, *[f.encode().hex() for f in fields]])
-    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest() + " " + body
-
-
-def test_read_report_accepts_only_signed_complete_reports() -> None:
-    key = b"k" * 32
-    lines = [
-        _line(key, 0, "start", "3.11"),
-        _line(key, 1, "collected", "tests/t.py::a", "tests/t.py::b"),
-        _line(key, 2, "test", "tests/t.py::a", "passed", ""),
-        _line(key, 3, "test", "tests/t.py::b", "failed", ""),
-        _line(key, 4, "end", "1"),
-    ]
-    report = read_report("\n".join(lines), key)
-    assert report.complete and not report.tampering and report.collected == ["tests/t.py::a", "tests/t.py::b"]
+def test_read_report_needs_a_finished_report(tmp_path: Path) -> None:
+    done = CommandResult(stdout="", stderr="", exit_code=1, duration_s=1.0)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({
+        "finished": True, "exitstatus": 1, "collected": ["tests/t.py::a", "tests/t.py::b"],
+        "outcomes": {"tests/t.py::a": "passed", "tests/t.py::b": "failed"}, "messages": {"tests/t.py::b": "assert 1 == 2"},
+        "collect_errors": {},
+    }))  # fmt: skip
+    report = read_report(path, done)
+    assert report.complete and report.exit_status == 1 and report.collected == ["tests/t.py::a", "tests/t.py::b"]
     assert report.outcomes == {"tests/t.py::a": "passed", "tests/t.py::b": "failed"}
-    forged = _line(b"x" * 32, 4, "test", "tests/t.py::b", "passed", "")
-    report = read_report("\n".join([*lines[:4], forged, lines[4]]), key)
-    assert report.outcomes["tests/t.py::b"] == "failed"
-    assert report.tampering == ["1 report line(s) not signed with the run's key (forged or corrupted), the first at line 5"]
-    assert read_report("\n".join(lines[:4]), key).problem == "report missing: the process exited before the session ended"
-    assert read_report("", key).problem.startswith("report missing: the test runner never started")
-    swapped = read_report("\n".join([lines[0], lines[2], lines[1], *lines[3:]]), key)
-    assert "report line 2 is out of order" in swapped.tampering
-    late = read_report("\n".join([*lines, _line(key, 5, "test", "tests/t.py::c", "passed", "")]), key)
-    assert "the report goes on after its end record" in late.tampering
+    assert report.details == {"tests/t.py::b": "assert 1 == 2"}
+    path.write_text(json.dumps({"exitstatus": 0, "outcomes": {}}))  # not written by a finished session
+    assert read_report(path, done).problem == "report missing: the test run's report is malformed"
+    path.unlink()
+    assert read_report(path, done).problem == "report missing: the test run ended without one (exit code 1)"
+    killed = CommandResult(stdout="", stderr="", exit_code=-9, duration_s=3.2, timed_out=True)
+    assert read_report(path, killed).problem == "report missing: the test run was killed at its time limit (3.2 s)"
+    (tmp_path / "elsewhere.json").write_text("{}")
+    path.symlink_to(tmp_path / "elsewhere.json")
+    assert not read_report(path, done).complete
 
 
 def test_workspace_tampering_names_each_sign() -> None:
