@@ -39,6 +39,10 @@ ORCHESTRATOR_TOKEN_VAR = "OPENENV_ORCHESTRATOR_TOKEN"
 """The environment variable that gives a server its orchestrator token (it removes it at startup);
 re-exported as `openenv_sdk.server.ORCHESTRATOR_TOKEN_VAR`."""
 
+NO_AUTH_VAR = "OPENENV_NO_AUTH"
+"""`1`: `openenv serve` runs without an orchestrator token, as `--no-auth` does (for an image whose
+command is fixed). Without it and without a token, the server makes one: open only on purpose."""
+
 
 class Action(BaseModel):
     """Base of every action. Unknown fields are refused, so a typo is an error, not a no-op."""

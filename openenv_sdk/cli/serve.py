@@ -1,14 +1,23 @@
-"""`openenv serve ENV_DIR`: serve an environment folder with uvicorn."""
+"""`openenv serve ENV_DIR`: serve an environment folder with uvicorn.
+
+The orchestrator's API (reset, step, state, close, sessions, orchestrator calls such as
+`run_agent`) always needs a token unless told otherwise: `--orchestrator-token-file`, else
+`OPENENV_ORCHESTRATOR_TOKEN` (how providers pass theirs), else a new random one, printed at start.
+`--no-auth` (or `OPENENV_NO_AUTH=1`, for images whose command is fixed) serves it open, with a
+warning: a tokenless server is a choice, never a default.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..errors import OpenEnvError
+from ..types import NO_AUTH_VAR
 from ._output import console, debug_enabled, fail
 
 ENV_DIR_VAR = "OPENENV_SERVE_DIR"
@@ -85,6 +94,53 @@ def _isolation_ok(no_isolation: bool) -> bool:
     return True
 
 
+class _TokenProblem(Exception):
+    """The token options cannot be served as given (the message says why)."""
+
+
+def _orchestrator_token(token_file: Path | None, no_auth: bool, enforceable: bool) -> str | None:
+    """The token the server requires (None: open, as asked).
+
+    Raises:
+        _TokenProblem: contradicting options, or an unreadable or empty token file.
+    """
+    from ..server import ORCHESTRATOR_TOKEN_VAR
+
+    given = os.environ.get(ORCHESTRATOR_TOKEN_VAR) or None
+    if no_auth:
+        if token_file is not None or given is not None:
+            source = "--orchestrator-token-file" if token_file is not None else ORCHESTRATOR_TOKEN_VAR
+            raise _TokenProblem(f"--no-auth and {source} contradict each other: give a token, or --no-auth, not both")
+        console.print(
+            "[yellow]Warning:[/] no orchestrator token (--no-auth): anyone who reaches this port can reset, "
+            "step, close and run agents in any session. Development only."
+        )
+        return None
+    if not enforceable:
+        if token_file is not None or given is not None:
+            console.print("[yellow]Note:[/] an OpenEnv `app:` cannot require the orchestrator token; it is ignored.")
+        return None  # an OpenEnv `app:` serves its own routes
+    if token_file is not None:
+        try:
+            token = token_file.expanduser().read_text().strip()
+        except OSError as e:
+            raise _TokenProblem(f"Cannot read the orchestrator token file {token_file}: {e.strerror}") from None
+        if not token:
+            raise _TokenProblem(f"The orchestrator token file {token_file} is empty")
+        return token
+    if given is not None:
+        return given
+    token = secrets.token_urlsafe(32)
+    console.print(
+        f"Orchestrator token: [bold]{token}[/]\n"
+        "  Clients send it as `Authorization: Bearer <token>`: GenericEnvClient(url, orchestrator_token=...), "
+        f"or `export {ORCHESTRATOR_TOKEN_VAR}=<token>` for `openenv` commands given --env URL.\n"
+        "  Fix it with --orchestrator-token-file; serve without one only on purpose: --no-auth.",
+        soft_wrap=True,
+    )
+    return token
+
+
 def serve(
     env_dir: Annotated[Path, typer.Argument(help="Environment folder (holds openenv.yaml).")],
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
@@ -104,6 +160,14 @@ def serve(
             "calls then need `Authorization: Bearer <token>` (also: the OPENENV_ORCHESTRATOR_TOKEN variable).",
         ),
     ] = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--no-auth",
+            help="Serve without an orchestrator token: anyone who reaches the port can reset, step and run "
+            f"agents. Default: a token is required (a new one is printed if none is given). Also {NO_AUTH_VAR}=1.",
+        ),
+    ] = False,
     no_isolation: Annotated[
         bool,
         typer.Option(
@@ -121,6 +185,7 @@ def serve(
         openenv serve environments/wordle --max-sessions 4096 --idle-timeout-s 120
         openenv serve environments/echo --web   # then open http://127.0.0.1:8000/web
         openenv serve environments/echo --orchestrator-token-file ~/.openenv/token
+        openenv serve environments/echo --no-auth   # tokenless, on purpose (development)
     """
     import json
 
@@ -138,15 +203,13 @@ def serve(
         return
     if loaded.manifest.sandbox is not None and not _isolation_ok(no_isolation):
         return
-    if orchestrator_token_file is not None:
-        try:
-            token = orchestrator_token_file.expanduser().read_text().strip()
-        except OSError as e:
-            fail(f"Cannot read the orchestrator token file {orchestrator_token_file}: {e.strerror}")
-            return
-        if not token:
-            fail(f"The orchestrator token file {orchestrator_token_file} is empty")
-            return
+    try:
+        token = _orchestrator_token(orchestrator_token_file, no_auth or os.environ.get(NO_AUTH_VAR) == "1", loaded.env_cls is not None)
+    except _TokenProblem as e:
+        fail(str(e))
+        return
+    os.environ.pop(ORCHESTRATOR_TOKEN_VAR, None)
+    if token is not None:
         os.environ[ORCHESTRATOR_TOKEN_VAR] = token  # read, and removed, by each worker's create_app
     settings = loaded.manifest.server
     workers = workers or settings.workers

@@ -73,7 +73,7 @@ from openenv_sdk.containers.labels import LABEL_MANAGED, LABEL_PORT, manifest_fr
 from openenv_sdk.manifest import Manifest, parse_memory_size
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.providers.health import wait_for_health
-from openenv_sdk.types import ORCHESTRATOR_TOKEN_VAR
+from openenv_sdk.types import NO_AUTH_VAR, ORCHESTRATOR_TOKEN_VAR
 
 if TYPE_CHECKING:
     import docker
@@ -303,9 +303,11 @@ class DockerProvider(Provider):
             )
         cpus = self._cpus if self._cpus is not None else manifest.resources.cpus
         token = secrets.token_urlsafe(32) if self._use_token else None
-        environment = {k: v for k, v in {**manifest.variables, **self._env}.items() if k != ORCHESTRATOR_TOKEN_VAR}
+        environment = {k: v for k, v in {**manifest.variables, **self._env}.items() if k not in (ORCHESTRATOR_TOKEN_VAR, NO_AUTH_VAR)}
         if token is not None:
             environment[ORCHESTRATOR_TOKEN_VAR] = token  # the server removes it from its environment
+        else:
+            environment[NO_AUTH_VAR] = "1"  # open on purpose (orchestrator_token=False); the image's serve has a token by default
         if manifest.sandbox:
             environment = {**_sandbox_uid_env(engine), **environment}  # the caller's own range wins
         options: dict[str, Any] = {

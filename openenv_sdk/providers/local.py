@@ -223,6 +223,8 @@ class LocalProcessProvider(Provider):
         env.pop(ORCHESTRATOR_TOKEN_VAR, None)
         if token is not None:
             env[ORCHESTRATOR_TOKEN_VAR] = token  # the server removes it from its environment at startup
+        else:
+            command.append("--no-auth")  # open on purpose (orchestrator_token=False); never by default
         log = tempfile.NamedTemporaryFile(prefix="openenv-serve-", suffix=".log", delete=False)
         try:
             process = subprocess.Popen(

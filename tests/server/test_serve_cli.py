@@ -68,7 +68,7 @@ def served(env_dir: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]
         sock.bind(("127.0.0.1", 0))
         free_port = sock.getsockname()[1]
     command = [sys.executable, "-m", "openenv_sdk.cli.main", "serve", str(env_dir)]
-    command += ["--port", str(free_port), "--max-sessions", "3", "--log-level", "warning"]
+    command += ["--port", str(free_port), "--max-sessions", "3", "--log-level", "warning", "--no-auth"]
     process = subprocess.Popen(
         command,
         env={**os.environ, "OPENENV_TEST_MARKER": str(marker)},
