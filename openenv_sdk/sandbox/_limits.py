@@ -46,8 +46,7 @@ class SandboxLimits(BaseModel):
     workspace_bytes: int | None = Field(
         default=1024**3,
         ge=1024**2,
-        description="Size of the session's folder (a tmpfs), in bytes; also the size of each command's own "
-        "`/tmp` and `/dev/shm`. Writing past it fails with ENOSPC.",
+        description="Size of the session's folder (a tmpfs), in bytes. Writing past it fails with ENOSPC.",
     )
     workspace_inodes: int | None = Field(
         default=100_000,

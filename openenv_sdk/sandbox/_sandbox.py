@@ -128,10 +128,8 @@ def _system_args() -> list[str]:
     return args
 
 
-def base_argv(*, network: bool, cwd: str, tmp_bytes: int | None = None) -> list[str]:
-    """bubblewrap's arguments for one command, up to (not including) `--`. `tmp_bytes` bounds the
-    command's own `/tmp` and `/dev/shm` (tmpfs: memory)."""
-    size = ["--size", str(tmp_bytes)] if tmp_bytes is not None else []
+def base_argv(*, network: bool, cwd: str) -> list[str]:
+    """bubblewrap's arguments for one command, up to (not including) `--`."""
     argv = [
         "bwrap",
         "--unshare-pid",
@@ -148,10 +146,8 @@ def base_argv(*, network: bool, cwd: str, tmp_bytes: int | None = None) -> list[
         "/proc",
         "--dev",
         "/dev",
-        *size,
         "--tmpfs",
         "/tmp",
-        *size,
         "--tmpfs",
         "/dev/shm",
         *_system_args(),
@@ -175,7 +171,7 @@ def drop_to(uid: int, gid: int) -> list[str]:
 def probe_argv() -> list[str]:
     """The isolation probe: a sandboxed `true`, as nobody when root (like a session)."""
     drop = drop_to(NOBODY, NOBODY) if os.geteuid() == 0 else []
-    argv = [*base_argv(network=False, cwd="/", tmp_bytes=1024**2), "--seccomp", str(LAUNCH_FD)]
+    argv = [*base_argv(network=False, cwd="/"), "--seccomp", str(LAUNCH_FD)]
     return launcher(argv, cgroup_procs=[]) + ["--", *drop, "/bin/sh", "-c", "exit 0"]
 
 
@@ -452,7 +448,7 @@ class Sandbox:
         the session's cgroup and hands bubblewrap the seccomp filter (`launcher`). With
         `seccomp_fd` (a descriptor the caller passes to the child, which also joins the cgroup
         itself), bubblewrap alone."""
-        args = base_argv(network=network, cwd=str(cwd), tmp_bytes=self.limits.workspace_bytes)
+        args = base_argv(network=network, cwd=str(cwd))
         # /tmp is the sandbox's own tmpfs: folders made in it are not the host's, so they get 0755
         # too (else a session folder under the host's /tmp is reachable only by its relative cwd)
         covered = ["/proc", "/dev", *SYSTEM_DIRS, *_runtime_dirs()]
