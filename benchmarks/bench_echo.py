@@ -202,6 +202,7 @@ def ours_target(cmd: str | None, protocol: str) -> Target:
             "{max_sessions}",
             "--log-level",
             "warning",  # no per-request access log, as for OpenEnv's server
+            "--no-auth",  # tokenless, as OpenEnv's server
         )
     return Target("ours", argv, protocol)
 
@@ -210,7 +211,7 @@ def blocking_echo_target() -> Target:
     """Our server on the echo environment with `BLOCKING = True` (worker threads, as OpenEnv's)."""
     argv = (
         str(OURS_SERVE), "serve", BLOCKING_ECHO_DIR, "--host", "127.0.0.1", "--port", "{port}",
-        "--max-sessions", "{max_sessions}", "--log-level", "warning",
+        "--max-sessions", "{max_sessions}", "--log-level", "warning", "--no-auth",
     )  # fmt: skip
     return Target("ours-blocking", argv, "ours")
 

@@ -229,6 +229,8 @@ def serve(
     if wants_web:
         if loaded.env_cls is not None:
             console.print(f"Playground: http://{host}:{port}/web")
+            if token is not None:
+                console.print("[yellow]Note:[/] a browser cannot send the orchestrator token: the playground needs --no-auth.")
         else:
             console.print("[yellow]Note:[/] the playground needs an `environment:` class; an OpenEnv `app:` serves its own.")
     uvicorn.run(
