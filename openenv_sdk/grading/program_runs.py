@@ -299,6 +299,9 @@ class ProgramRunServer:
             proc.wait(timeout=5)
         for thread in pumps:
             thread.join(timeout=5)
+        for stream in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()
         code = proc.returncode if proc.returncode is not None else -9
         return {"exit_code": 124 if timed_out else code, "timed_out": timed_out}
 

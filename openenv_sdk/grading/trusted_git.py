@@ -10,6 +10,7 @@ check's rights. Here git runs instead against a sanitized copy of the git folder
 - the copy has a config the grader writes (the repository format only), no hooks, no `info/`
   but `info/exclude`, no `shallow`, no grafts, no alternates, no `modules/` or `worktrees/`;
   symlinks, fifos and sockets anywhere in it are dropped; objects are hard links (read only);
+  files keep their times (git's racy-entry check compares the index's time with the files');
 - the index copy has its assume-unchanged and skip-worktree bits cleared, so every tracked
   file is compared with the work tree;
 - git reads no system or global config (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`),
@@ -108,7 +109,7 @@ def _copy_tree(source: Path, target: Path, *, link: bool) -> None:
                     continue
                 except OSError:
                     pass
-            shutil.copyfile(entry.path, dest, follow_symlinks=False)
+            shutil.copy2(entry.path, dest, follow_symlinks=False)
 
 
 def _object_format(config: Path) -> str | None:
@@ -139,7 +140,7 @@ def sanitized_copy(git_dir: Path, target: Path) -> Path:
             exclude = Path(entry.path) / "exclude"
             dest.mkdir(mode=0o700)
             if stat.S_ISDIR(info.st_mode) and exclude.is_file() and not exclude.is_symlink():
-                shutil.copyfile(exclude, dest / "exclude", follow_symlinks=False)
+                shutil.copy2(exclude, dest / "exclude", follow_symlinks=False)
         elif entry.name == "objects" and stat.S_ISDIR(info.st_mode):
             _copy_tree(Path(entry.path), dest, link=True)
             for name in ("alternates", "http-alternates"):
@@ -147,7 +148,7 @@ def sanitized_copy(git_dir: Path, target: Path) -> Path:
         elif stat.S_ISDIR(info.st_mode):
             _copy_tree(Path(entry.path), dest, link=False)
         elif stat.S_ISREG(info.st_mode):
-            shutil.copyfile(entry.path, dest, follow_symlinks=False)
+            shutil.copy2(entry.path, dest, follow_symlinks=False)
     object_format = _object_format(git_dir / "config")
     config = "[core]\n\trepositoryformatversion = {}\n\tbare = false\n\tlogallrefupdates = false\n"
     if object_format == "sha256":
@@ -184,21 +185,23 @@ def trusted_env(git_dir: Path | None = None, work_tree: Path | None = None, home
     return env
 
 
-def _clear_index_bits(env: dict[str, str], cwd: Path) -> None:
+def _clear_index_bits(env: dict[str, str], top: Path) -> None:
     """Assume-unchanged (lowercase tags) and skip-worktree (`S`) entries compared again."""
     listed = subprocess.run(
-        ["git", "ls-files", "-v", "-z"], capture_output=True, env=env, cwd=cwd, timeout=60, stdin=subprocess.DEVNULL
+        ["git", "ls-files", "-v", "-z"], capture_output=True, env=env, cwd=top, timeout=60, stdin=subprocess.DEVNULL
     )
     paths = [
         entry[2:]
         for entry in listed.stdout.split(b"\0")
         if len(entry) > 2 and (entry[:1].islower() or entry[:1] == b"S")
     ]
-    if paths:
-        subprocess.run(
-            ["git", "update-index", "-z", "--no-assume-unchanged", "--no-skip-worktree", "--stdin"],
-            input=b"\0".join(paths) + b"\0", capture_output=True, env=env, cwd=cwd, timeout=60,
-        )  # fmt: skip
+    for flag in ("--no-assume-unchanged", "--no-skip-worktree"):
+        for start in range(0, len(paths), 500):  # on the command line: `--stdin` ignores these flags
+            names = [os.fsdecode(p) for p in paths[start : start + 500]]
+            subprocess.run(
+                ["git", "update-index", flag, "--", *names], capture_output=True, env=env, cwd=top, timeout=60,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
 
 
 def run_git(
@@ -236,7 +239,7 @@ def run_git(
         home.mkdir()
         env = trusted_env(copy, repo, home)
         where = Path(cwd) if cwd is not None else repo
-        _clear_index_bits(env, where)
+        _clear_index_bits(env, repo)
         return subprocess.run(
             ["git", "--no-pager", *args], capture_output=True, env=env, cwd=where, timeout=timeout_s,
             stdin=subprocess.DEVNULL,
