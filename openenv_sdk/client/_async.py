@@ -1,13 +1,17 @@
-"""`AsyncEnvClient`: the asyncio client (WebSocket through `websockets.asyncio.client`)."""
+"""`AsyncEnvClient`: a client of one environment server, one session, over a WebSocket.
+
+`_sync.py` is generated from `_async.py` by `scripts/unasync.py`: change `_async.py` only. The
+I/O in which the two differ lives in `_io.py` and `_mcp.py` as twins, logic without I/O in
+`_base.py`.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import httpx
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .. import tracing
@@ -26,11 +30,12 @@ from ._base import (
     _http_base,
     _Lifecycle,
     http_error,
+    json_or_text,
     logger,
 )
-from ._mcp import McpChannel
+from ._io import AsyncBlocking, AsyncLock, AsyncWebSocket
+from ._mcp import AsyncMcpChannel
 from ._models import StepResult
-from ._sync import _json_or_text
 
 if TYPE_CHECKING:
     import mcp_types
@@ -39,28 +44,31 @@ __all__ = ["AsyncEnvClient"]
 
 
 class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
-    """The asyncio twin of `EnvClient`: the same methods, awaited; `aclose()` instead of `close()`.
+    """A client of one environment server; one client holds one session.
+
+    Typed by the environment's models, `AsyncEnvClient[MyAction, MyObservation, MyState](url)`
+    or `AsyncEnvClient(url, env_cls=MyEnvironment)`: `reset` and `step` return a `StepResult`
+    whose observation is the environment's observation model, and `state()` its state model.
 
     Example:
-        >>> async with AsyncEnvClient(url, env_cls=EchoEnvironment) as env:  # doctest: +SKIP
+        >>> async with AsyncEnvClient(env_dir="environments/echo", env_cls=EchoEnvironment) as env:  # doctest: +SKIP
         ...     await env.reset()
         ...     result = await env.step(EchoAction(message="hi"))
 
+    The connection opens on first use (or `connect()` / `async with`). If it drops, the next
+    call opens a new session (once; `auto_reconnect=False` turns that off); since the episode
+    does not survive its session, every call but `reset()` then raises `SessionError` until the
+    next `reset()`. A closed client refuses reuse with `ClientStateError`.
+
     Calls on one client are serialised (one session, one request at a time); run several
-    clients for concurrent episodes. Blocking provider work (starting a server) runs in a thread.
+    clients for concurrent episodes.
     """
 
     def _setup_io(self) -> None:
-        self._conn: ClientConnection | None = None
+        self._conn: AsyncWebSocket | None = None
         self._http: httpx.AsyncClient | None = None
-        self._mcp: McpChannel | None = None
-        self._lock_obj: asyncio.Lock | None = None
-
-    @property
-    def _lock(self) -> asyncio.Lock:
-        if self._lock_obj is None:
-            self._lock_obj = asyncio.Lock()
-        return self._lock_obj
+        self._mcp: AsyncMcpChannel | None = None
+        self._lock = AsyncLock()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -79,7 +87,12 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             return self
 
     async def reconnect(self) -> SessionInfo | None:
-        """Drop the current session and open a new one; an episode in progress is lost."""
+        """Drop the current session and open a new one. An episode in progress is lost: every
+        call but `reset()` raises `SessionError` until the next `reset()`.
+
+        Returns:
+            The new session (`None` for servers without the `session` message).
+        """
         async with self._lock:
             self._check_usable()
             await self._drop("reconnect() replaced the connection")
@@ -99,26 +112,28 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 raise ClientStateError(self._restart_refused())
             await self._drop("restart() replaced the server")
             await self._close_http()
-            await asyncio.to_thread(provider.stop)
+            await AsyncBlocking.call(provider.stop)
             self._base_url = None
             self._schema = None
             await self._open()
             return self._session_info
 
     async def aclose(self) -> None:
-        """Close the session, the MCP channel and the provider's server. Safe to call twice."""
-        if self._lifecycle is _Lifecycle.CLOSED:
-            return
-        self._lifecycle = _Lifecycle.CLOSED
-        try:
-            await self._close_socket()
-            channel, self._mcp = self._mcp, None
-            if channel is not None:
-                await channel.aclose()
-            await self._close_http()
-        finally:
-            if self._provider is not None:
-                await asyncio.to_thread(self._provider.stop)
+        """Close the session, the MCP channel and the provider's server, then run the close
+        hooks (`add_close_hook`). Safe to call twice."""
+        async with self._lock:
+            if not self._begin_close():
+                return
+            try:
+                await self._close_socket()
+                await self._close_mcp()
+                await self._close_http()
+            finally:
+                try:
+                    if self._provider is not None:
+                        await AsyncBlocking.call(self._provider.stop)
+                finally:
+                    self._run_close_hooks()
 
     async def __aenter__(self) -> Self:
         return await self.connect()
@@ -131,7 +146,12 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
     # --- the orchestrator's verbs -----------------------------------------------------------
 
     async def reset(self, **kwargs: Any) -> StepResult[ObsT]:
-        """Start an episode: `seed`, `episode_id` and task fields. See `EnvClient.reset`."""
+        """Start an episode: `seed`, `episode_id` and task fields (`await env.reset(task_id="t1")`).
+
+        Raises:
+            ServerError: the server refused (e.g. `InvalidActionError` for an unknown task field).
+            TransportError: the connection failed; `RequestTimeout` after `timeout_s`.
+        """
         async with self._lock:
             observation_model = dict if self._generic else self._observation_model()
             data = await self._exchange("reset", kwargs)
@@ -140,7 +160,14 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             return result
 
     async def step(self, action: Any) -> StepResult[ObsT]:
-        """Apply one action. See `EnvClient.step`."""
+        """Apply one action: the action model, a dict of its fields, or a tool-call action.
+
+        Raises:
+            InvalidActionError: the action fails the action schema (checked before sending when
+                possible, else by the server).
+            SessionError: the episode was lost with its connection; call `reset()`.
+            TransportError: the connection failed; `RequestTimeout` after `timeout_s`.
+        """
         async with self._lock:
             payload, observation_model = self._encode_action(action)
             data = await self._exchange("step", payload)
@@ -149,12 +176,20 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             return result
 
     async def state(self) -> StateT:
-        """The episode's state, as the environment's state model. See `EnvClient.state`."""
+        """The episode's state, as the environment's state model.
+
+        Raises:
+            SessionError: the episode was lost with its connection; call `reset()`.
+        """
         async with self._lock:
             return self._parse_state(await self._exchange("state", None))
 
     async def call(self, name: str, /, **arguments: Any) -> Any:
-        """An orchestrator-only call (for graders), e.g. `call("transcript")`."""
+        """An orchestrator-only call (for graders), e.g. `await env.call("transcript")`: the agent's tool calls.
+
+        Raises:
+            ServerError: unknown call (code `UNKNOWN_CALL`), or the call failed.
+        """
         async with self._lock:
             return self._parse_call(await self._exchange("call", {"name": name, "arguments": arguments}))
 
@@ -173,33 +208,19 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """The URL an agent's MCP client connects to, bound to this session's episode.
 
         Raises:
-            ClientStateError: the client is not connected yet (`await connect()`, or `async with`).
+            ClientStateError: no session is open yet (`async with`, `await env.connect()` or
+                `await env.session()` opens one).
         """
-        self._check_usable()
-        if self._conn is None or self._session_info is None:
-            raise ClientStateError(
-                "mcp_url needs an open session: use `async with`, or `await client.connect()` "
-                "(or `await client.session()`) first"
-            )
-        return self._mcp_url(self._session_info)
+        return self._mcp_ready_url()
 
     async def schema(self) -> SchemaResponse:
         """The server's `/schema`: action, observation and state JSON Schemas, and the tools."""
-        self._check_usable()
-        if self._schema is None:
-            await self._ensure_started()
-            url = f"{self._base_url}/schema"
-            try:
-                response = await self._http_client().get(url)
-            except httpx.TimeoutException as e:
-                raise RequestTimeout(f"GET {url}: no answer within {self._timeout_s:g} s") from e
-            except httpx.HTTPError as e:
-                raise TransportError(f"GET {url} failed: {e}.{self._provider_note()}") from e
-            body = _json_or_text(response)
-            if response.status_code != 200:
-                raise http_error(response.status_code, body, f"GET {url}")
-            self._schema = self._schema_from(body)
-        return self._schema
+        async with self._lock:
+            self._check_usable()
+            if self._schema is None:
+                await self._ensure_started()
+                self._schema = self._schema_from(await self._http_json("GET", f"{self._base_url}/schema", None))
+            return self._schema
 
     # --- the Task API (plain HTTP; no session needed) ----------------------------------------
 
@@ -228,21 +249,22 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         return await self._tasks_call("task", **self._task_fields(task_id, split, index))
 
     async def _tasks_call(self, call: str, **fields: Any) -> Any:
-        self._check_usable()
-        await self._ensure_started()
-        if self._task_env is None:
-            self._task_env = self._env_name_from(await self._http_json("GET", f"{self._base_url}/list_environments", None))
-        method, url, body = self._task_request(call, self._task_env, **fields)
-        return self._parse_tasks(call, await self._http_json(method, url, body))
+        async with self._lock:
+            self._check_usable()
+            await self._ensure_started()
+            if self._task_env is None:
+                self._task_env = self._env_name_from(await self._http_json("GET", f"{self._base_url}/list_environments", None))
+            method, url, body = self._task_request(call, self._task_env, **fields)
+            return self._parse_tasks(call, await self._http_json(method, url, body))
 
     async def _http_json(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
         try:
             response = await self._http_client().request(method, url, json=body)
         except httpx.TimeoutException as e:
-            raise RequestTimeout(f"{method} {url}: no answer within {self._timeout_s:g} s") from e
+            raise RequestTimeout(f"{method} {url}: no answer within {self._options.timeout_s:g} s") from e
         except httpx.HTTPError as e:
             raise TransportError(f"{method} {url} failed: {e}.{self._provider_note()}") from e
-        data = _json_or_text(response)
+        data = json_or_text(response)
         if response.status_code != 200:
             raise http_error(response.status_code, data, f"{method} {url}")
         return data
@@ -251,44 +273,62 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     async def list_tools(self) -> list[mcp_types.Tool]:
         """The tools, listed over this session's MCP binding (see `tool_transport`)."""
-        if self._tool_transport == "websocket":
+        if self._options.tool_transport == "websocket":
             async with self._lock:
                 return self._tools_from(await self._exchange("mcp", self._mcp_message("tools/list")))
-        return await (await self._mcp_channel()).list_tools()
+        channel = await self._mcp_channel()
+        return await channel.list_tools()
 
     async def call_tool(self, name: str, /, **arguments: Any) -> mcp_types.CallToolResult:
-        """Call a tool as the agent would: over MCP, in this session's episode. See `EnvClient.call_tool`."""
+        """Call a tool as the agent would: over MCP, in this session's episode.
+
+        A failing tool is a result (`is_error=True`) the agent sees; the episode goes on.
+
+        It goes over the official `mcp` client (`tool_transport="mcp"`, the default) or as the
+        same MCP request on the session's WebSocket (`tool_transport="websocket"`).
+
+        Raises:
+            ToolCallError: the server refused the call (e.g. unknown tool).
+        """
         with tracing.span("openenv.client.call_tool", attributes={"gen_ai.tool.name": name, **self._span_attributes()}):
-            if self._tool_transport == "websocket":
+            if self._options.tool_transport == "websocket":
                 message = self._mcp_message("tools/call", {"name": name, "arguments": arguments})
                 async with self._lock:
                     return self._tool_result_from(await self._exchange("mcp", message), name)
+            channel = await self._mcp_channel()
             # the mcp SDK carries the trace on in the request's `_meta`
-            return await (await self._mcp_channel()).call_tool(name, arguments)
+            return await channel.call_tool(name, arguments)
 
     # --- internals ----------------------------------------------------------------------------
 
-    async def _mcp_channel(self) -> McpChannel:
+    async def _mcp_channel(self) -> AsyncMcpChannel:
         url = self._mcp_url(await self.session())
-        if self._mcp is not None and self._mcp.url != url:
-            channel, self._mcp = self._mcp, None
+        async with self._lock:
+            if self._mcp is not None and self._mcp.url != url:
+                await self._close_mcp()
+            if self._mcp is None:
+                options = self._options
+                self._mcp = AsyncMcpChannel(url, timeout_s=options.timeout_s, connect_timeout_s=options.connect_timeout_s)
+            return self._mcp
+
+    async def _close_mcp(self) -> None:
+        channel, self._mcp = self._mcp, None
+        if channel is not None:
             await channel.aclose()
-        if self._mcp is None:
-            self._mcp = McpChannel(url, timeout_s=self._timeout_s, connect_timeout_s=self._connect_timeout_s)
-        return self._mcp
 
     async def _ensure_started(self) -> None:
         if self._base_url is None:
             assert self._provider is not None
-            base_url = await asyncio.to_thread(self._provider.start)
+            base_url = await AsyncBlocking.call(self._provider.start)
             if not isinstance(base_url, str):
                 raise ProviderError(f"{type(self._provider).__name__}.start() returned {base_url!r}, not a URL")
             self._base_url = _http_base(base_url)
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._http is None:
+            options = self._options
             self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(self._timeout_s, connect=self._connect_timeout_s), headers=self._auth_headers(),
+                timeout=httpx.Timeout(options.timeout_s, connect=options.connect_timeout_s), headers=self._auth_headers(),
                 event_hooks={"request": [_inject_trace]} if tracing.enabled() else None,
             )
         return self._http
@@ -299,15 +339,11 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             await client.aclose()
 
     async def _open(self) -> None:
+        """Connect a new WebSocket session and learn its MCP binding; whatever fails, the socket
+        is closed before the error goes up."""
         await self._ensure_started()
         try:
-            conn = await connect(
-                self._ws_url(),
-                open_timeout=self._connect_timeout_s,
-                close_timeout=self._connect_timeout_s,
-                max_size=self._max_message_bytes,
-                additional_headers=self._auth_headers(),
-            )
+            conn = await AsyncWebSocket.connect(self._ws_url(), options=self._options, headers=self._auth_headers())
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI, ConnectionClosed) as e:
             # ConnectionClosed: the server went away during the opening handshake
             raise TransportError(self._unreachable_text(e)) from e
@@ -316,7 +352,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         try:
             info: SessionInfo | None = self._session_from(await self._roundtrip(conn, "session", None))
         except ServerError as e:
-            if e.code != "UNKNOWN_TYPE":
+            if e.code != "UNKNOWN_TYPE":  # UNKNOWN_TYPE: an OpenEnv server has no `session` message
                 await self._close_socket()
                 raise
             info = None
@@ -335,7 +371,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
-                await conn.close()
+                await conn.aclose()
             except Exception as e:  # already broken: nothing more to release
                 logger.debug("closing the WebSocket failed: %s", e)
 
@@ -344,9 +380,9 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             await self._close_socket()
             self._on_dropped(reason)
 
-    async def _connection(self, kind: str) -> ClientConnection:
+    async def _connection(self, kind: str) -> AsyncWebSocket:
         if self._conn is None:
-            if self._lost is not None and not self._auto_reconnect:
+            if self._lost is not None and not self._options.auto_reconnect:
                 raise self._reconnect_refused()
             if self._lost is not None or self._lifecycle is _Lifecycle.OPEN:
                 logger.warning("reconnecting to %s: a new session (%s)", self._where(), self._lost or "no episode lost")
@@ -357,6 +393,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     async def _exchange(self, kind: str, data: Any) -> Any:
         self._check_usable()
+        auto_reconnect = self._options.auto_reconnect
         for attempt in (1, 2):
             conn = await self._connection(kind)
             try:
@@ -365,7 +402,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             except Dropped as dropped:
                 await self._close_socket()
                 self._on_dropped(f"the connection closed ({dropped.reason})")
-                retry = self._auto_reconnect and attempt == 1 and (not dropped.sent or kind in _RETRY_AFTER_SENT)
+                retry = auto_reconnect and attempt == 1 and (not dropped.sent or kind in _RETRY_AFTER_SENT)
                 if not retry:
                     raise TransportError(self._drop_text(kind, dropped)) from None
             except ConnectionEnded as ended:
@@ -373,7 +410,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 self._on_dropped(f"the server ended the session ({ended.error.args[0]})")
                 # the server ended the session before it took the request (idle or unreset reaper):
                 # a reset (or session) means a new session anyway, so it goes again on a new one
-                retry = self._auto_reconnect and attempt == 1 and kind in _RETRY_AFTER_SENT
+                retry = auto_reconnect and attempt == 1 and kind in _RETRY_AFTER_SENT
                 if not (retry and ended.error.code != "CAPACITY_REACHED"):
                     raise self._ended_error(ended.error) from None
             except RequestTimeout:
@@ -384,39 +421,27 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 raise
         raise AssertionError("unreachable")
 
-    async def _roundtrip(self, conn: ClientConnection, kind: str, data: Any) -> Any:
+    async def _roundtrip(self, conn: AsyncWebSocket, kind: str, data: Any) -> Any:
         request_id, text = self._encode(kind, data)
         try:
             await conn.send(text)
         except ConnectionClosed as e:
-            raise self._closed_on_send(str(e), await _unread(conn)) from None
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                while True:
-                    try:
-                        raw = await conn.recv()
-                    except ConnectionClosed as e:
-                        raise Dropped(str(e), sent=True) from None
-                    reply = self._decode(request_id, kind, raw)
-                    if reply is not STALE:
-                        return reply
-        except TimeoutError:
-            if self._after_timeout(request_id):
-                await self._close_socket()
-                self._on_dropped("a request timed out on a server that does not echo request ids")
-            raise RequestTimeout(self._timeout_error_text(kind)) from None
+            raise self._closed_on_send(str(e), await conn.unread()) from None
+        deadline = time.monotonic() + self._options.timeout_s
+        while True:
+            try:
+                raw = await conn.recv(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                if self._after_timeout(request_id):
+                    await self._close_socket()
+                    self._on_dropped("a request timed out on a server that does not echo request ids")
+                raise RequestTimeout(self._timeout_error_text(kind)) from None
+            except ConnectionClosed as e:
+                raise Dropped(str(e), sent=True) from None
+            reply = self._decode(request_id, kind, raw)
+            if reply is not STALE:
+                return reply
 
 
 async def _inject_trace(request: httpx.Request) -> None:
     tracing.inject(request.headers)
-
-
-async def _unread(conn: ClientConnection) -> list[str | bytes]:
-    """Messages already received on a closed connection (e.g. the server's last error)."""
-    out: list[str | bytes] = []
-    for _ in range(8):
-        try:
-            out.append(await asyncio.wait_for(conn.recv(), 0.01))
-        except (ConnectionClosed, TimeoutError, RuntimeError):
-            break
-    return out

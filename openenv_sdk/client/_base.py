@@ -9,17 +9,18 @@ episode record (`Trajectory`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import itertools
 import json
 import logging
-import math
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 from urllib.parse import quote, urlsplit
 
+import httpx
 from pydantic import BaseModel, ValidationError
 
 from .. import tracing
@@ -49,6 +50,14 @@ from ..types import (
     ToolCallAction,
 )
 from ._models import StepResult, Trajectory, TrajectoryStep
+from ._options import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_STARTUP_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    ClientOptions,
+    ToolTransport,
+)
 
 if typing.TYPE_CHECKING:
     import mcp_types
@@ -62,6 +71,7 @@ __all__ = [
     "DEFAULT_STARTUP_TIMEOUT_S",
     "DEFAULT_TIMEOUT_S",
     "BaseEnvClient",
+    "ClientOptions",
     "server_error",
 ]
 
@@ -70,15 +80,6 @@ logger = logging.getLogger("openenv_sdk.client")
 ActT = TypeVar("ActT", bound=Action)
 ObsT = TypeVar("ObsT", bound=Observation)
 StateT = TypeVar("StateT", bound=State)
-
-DEFAULT_TIMEOUT_S = 60.0
-"""The longest wait, in seconds, for one reply."""
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
-"""The longest wait, in seconds, to open a connection."""
-DEFAULT_STARTUP_TIMEOUT_S = 120.0
-"""The longest wait, in seconds, for a provider's server to become healthy."""
-DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""The largest WebSocket message the client accepts."""
 
 _REPLY_TYPE = {
     "reset": "observation",
@@ -98,9 +99,6 @@ _ALLOWED_AFTER_LOSS = frozenset({"reset", "session"})
 _RETRY_AFTER_SENT = frozenset({"reset", "session"})
 """Requests that may be sent again on a new session after their connection dropped mid-way."""
 
-
-ToolTransport = Literal["mcp", "websocket"]
-TOOL_TRANSPORTS: tuple[ToolTransport, ...] = ("mcp", "websocket")
 
 JSONRPC_NAMES = {
     -32700: "PARSE_ERROR",
@@ -133,12 +131,6 @@ def server_error(payload: Any) -> ServerError:
 def _malformed(what: str, model: str, e: ValidationError) -> ServerError:
     """The error for an MCP reply whose result is not the MCP type it should be."""
     return ServerError(f"MCP {what}: the reply's result is not a valid {model}: {validation_message(e)}", code="UNKNOWN")
-
-
-def _check_timeout(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (0 < value < math.inf):
-        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
-    return float(value)
 
 
 def _http_base(url: str) -> str:
@@ -206,10 +198,13 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         orchestrator_token: str | None = None,
         tool_transport: ToolTransport = "mcp",
+        validate_actions: bool = True,
     ) -> None:
         """Describe the connection; nothing is opened until first use (or `connect()`).
 
-        Give exactly one of `base_url`, `env_dir`, `image`, `provider`.
+        Give exactly one of `base_url`, `env_dir`, `image`, `provider`. The keywords after
+        `env_cls` are `ClientOptions`' fields, documented there; the client keeps them as one
+        frozen `options` object.
 
         Args:
             base_url: a running server, e.g. `http://127.0.0.1:8000`.
@@ -220,28 +215,12 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
                 `logs_tail()` quoted when the server dies); the client starts it when it opens
                 and stops it when it closes.
             env_cls: the environment class whose models type observations and states
-                (instead of `EnvClient[MyAction, MyObservation, MyState]`).
-            timeout_s: the longest wait for one reply, in seconds.
-            connect_timeout_s: the longest wait to open a connection, in seconds.
-            startup_timeout_s: the longest wait for `env_dir`'s or `image`'s server to
-                become healthy, in seconds.
-            auto_reconnect: when the connection has dropped, the next call opens a new
-                session once (and says the episode was lost) instead of failing.
-            max_message_bytes: the largest reply accepted.
-            orchestrator_token: the server's orchestrator token, sent as `Authorization: Bearer`
-                on the WebSocket upgrade and HTTP requests. Unset, a provider's own token is sent
-                (`LocalProcessProvider` and `DockerProvider` start their servers with one).
-            tool_transport: how `call_tool` and `list_tools` reach the session's tools.
-                `"mcp"`: the official `mcp` client over streamable HTTP at `mcp_url`, as an
-                agent's own MCP client connects. `"websocket"`: the same MCP JSON-RPC requests
-                (`tools/call`, `tools/list`) on the session's WebSocket (OpenEnv's `{"type": "mcp"}`
-                message): one round trip on the open connection, no second connection and no MCP
-                handshake, for code that calls tools on the agent's behalf (trainers' rollouts).
-                The server runs both through the same path: the session's episode, transcript
-                and checks; results and refusals come back the same.
+                (instead of `EnvClient[MyAction, MyObservation, MyState]`); typed clients only.
 
         Raises:
-            ValueError: not exactly one source was given, or a timeout is not positive.
+            ValueError: not exactly one source was given, or an option is out of range
+                (a timeout that is not positive, an unknown `tool_transport`).
+            TypeError: `env_cls=` was given to a generic client (generic clients are untyped).
             ProviderError: `image=` was given but the Docker provider is unavailable.
         """
         given = {
@@ -254,21 +233,23 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
                 f"{type(self).__name__} needs exactly one of base_url, env_dir=, image=, provider= "
                 f"(got {', '.join(given) or 'none'})"
             )
-        self._timeout_s = _check_timeout("timeout_s", timeout_s)
-        self._connect_timeout_s = _check_timeout("connect_timeout_s", connect_timeout_s)
-        self._startup_timeout_s = _check_timeout("startup_timeout_s", startup_timeout_s)
+        self._options = ClientOptions(
+            timeout_s=timeout_s,
+            connect_timeout_s=connect_timeout_s,
+            startup_timeout_s=startup_timeout_s,
+            auto_reconnect=auto_reconnect,
+            max_message_bytes=max_message_bytes,
+            orchestrator_token=orchestrator_token,
+            tool_transport=tool_transport,
+            validate_actions=validate_actions,
+        )
         if env_cls is not None and self._generic:
             raise TypeError(f"{type(self).__name__} takes dicts and needs no env_cls; use EnvClient(env_cls=...)")
         self._env_cls = env_cls
-        self._auto_reconnect = auto_reconnect
-        self._max_message_bytes = max_message_bytes
-        self._orchestrator_token = orchestrator_token
-        if tool_transport not in TOOL_TRANSPORTS:
-            raise ValueError(f"tool_transport must be one of {TOOL_TRANSPORTS}, got {tool_transport!r}")
-        self._tool_transport = tool_transport
         self._provider = provider if provider is not None else self._make_provider(env_dir, image)
         self._base_url: str | None = _http_base(base_url) if base_url is not None else None
         self._lifecycle = _Lifecycle.UNOPENED
+        self._close_hooks = contextlib.ExitStack()
         self._ids = itertools.count(1)
         self._abandoned: set[int] = set()
         self._ids_echoed = False
@@ -328,7 +309,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         if env_dir is not None:
             from ..providers.local import LocalProcessProvider
 
-            return LocalProcessProvider(env_dir, startup_timeout_s=self._startup_timeout_s)
+            return LocalProcessProvider(env_dir, startup_timeout_s=self._options.startup_timeout_s)
         if image is not None:
             try:
                 from ..providers.docker import DockerProvider
@@ -337,7 +318,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
                     f"image= needs the Docker provider (openenv_sdk.providers.docker and the `docker` "
                     f"package: pip install 'openenv-sdk[docker]'): {e}"
                 ) from e
-            return DockerProvider(image, startup_timeout_s=self._startup_timeout_s)
+            return DockerProvider(image, startup_timeout_s=self._options.startup_timeout_s)
         return None
 
     # --- public, I/O-free -----------------------------------------------------------------
@@ -348,6 +329,24 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         return self._base_url
 
     @property
+    def options(self) -> ClientOptions:
+        """The client's settings (timeouts, reconnects, token, tool transport), frozen."""
+        return self._options
+
+    def add_close_hook(self, hook: Callable[[], None]) -> None:
+        """Call `hook()` when the client closes, after its connections and its provider's server.
+
+        For code that hands clients out and must learn when one is given back (a pool freeing
+        the client's slot). Hooks run once, the last added first, on the closing thread (for
+        `AsyncEnvClient`, on the event loop: keep them short and non-blocking); every hook runs
+        even when an earlier one raises. On a closed client the hook runs at once.
+        """
+        if self._lifecycle is _Lifecycle.CLOSED:
+            hook()
+            return
+        self._close_hooks.callback(hook)
+
+    @property
     def provider(self) -> Provider | None:
         """The provider that runs the server, when the client was given one (or `env_dir`/`image`)."""
         return self._provider
@@ -356,12 +355,12 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
     def request_timeout(self, timeout_s: float) -> Iterator[None]:
         """Within the block, a reply may take up to `timeout_s` seconds instead of the client's
         `timeout_s` (e.g. an orchestrator call that runs an agent to completion)."""
-        previous = self._timeout_s
-        self._timeout_s = _check_timeout("timeout_s", timeout_s)
+        previous = self._options
+        self._options = dataclasses.replace(previous, timeout_s=timeout_s)
         try:
             yield
         finally:
-            self._timeout_s = previous
+            self._options = previous
 
     @property
     def is_closed(self) -> bool:
@@ -378,6 +377,27 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         if self._lifecycle is _Lifecycle.CLOSED:
             raise ClientStateError(f"This {type(self).__name__} is closed; create a new client")
 
+    def _begin_close(self) -> bool:
+        """Mark the client closed; False when it already was (closing twice is a no-op)."""
+        if self._lifecycle is _Lifecycle.CLOSED:
+            return False
+        self._lifecycle = _Lifecycle.CLOSED
+        return True
+
+    def _run_close_hooks(self) -> None:
+        hooks, self._close_hooks = self._close_hooks, contextlib.ExitStack()
+        hooks.close()
+
+    def _mcp_ready_url(self) -> str:
+        """`mcp_url` of the open session; `ClientStateError` when none is open."""
+        self._check_usable()
+        if self._session_info is None:
+            raise ClientStateError(
+                f"mcp_url needs an open session: use `with` (or `async with`), or call connect() "
+                f"(or session()) first on this {type(self).__name__}"
+            )
+        return self._mcp_url(self._session_info)
+
     def _restart_refused(self) -> str:
         return (
             f"restart() needs a provider (env_dir=, image= or provider=); this client was given "
@@ -386,7 +406,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
 
     def _auth_headers(self) -> dict[str, str]:
         """`Authorization: Bearer <orchestrator token>`, when there is a token (given, or the provider's)."""
-        token = self._orchestrator_token
+        token = self._options.orchestrator_token
         if token is None and isinstance(self._provider, OrchestratorTokenHolder):
             token = self._provider.orchestrator_token
         return {"Authorization": f"Bearer {token}"} if token else {}
@@ -472,7 +492,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         return data
 
     def _timeout_error_text(self, kind: str) -> str:
-        return f"No reply to {kind!r} from {self._where()} within {self._timeout_s:g} s (timeout_s)"
+        return f"No reply to {kind!r} from {self._where()} within {self._options.timeout_s:g} s (timeout_s)"
 
     def _after_timeout(self, request_id: int) -> bool:
         """Remember a timed-out request; True when the connection must be dropped because the
@@ -602,6 +622,8 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         models = self._models()
         if isinstance(action, Mapping):
             model = _tool_action_model(action, models.action) or models.action
+            if not self._options.validate_actions:  # sent as given: the server checks it
+                return dict(action), _OBSERVATION_OF.get(model, models.observation)
             try:
                 action = model.model_validate(dict(action))
             except ValidationError as e:
@@ -728,6 +750,14 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
             raise TransportError(f"{self._where()}/schema is malformed: {validation_message(e)}") from e
 
 
+_OBSERVATION_OF: dict[type[Action], type[Observation]] = {
+    ToolCallAction: CallToolObservation,
+    CallToolAction: CallToolObservation,
+    ListToolsAction: ListToolsObservation,
+}
+"""The observation model a tool-call action's reply is parsed with."""
+
+
 def _tool_action_model(action: Mapping[str, Any], action_model: type[Action]) -> type[Action] | None:
     """The tool-call action model a dict spells, as the server reads it; None for a plain action."""
     kind = action.get("type")
@@ -738,6 +768,14 @@ def _tool_action_model(action: Mapping[str, Any], action_model: type[Action]) ->
     if "tool" in action and "tool" not in action_model.model_fields:
         return ToolCallAction
     return None
+
+
+def json_or_text(response: httpx.Response) -> Any:
+    """A response's JSON body, or its text when it is not JSON (an error page)."""
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
 
 
 def http_error(status: int, body: Any, what: str) -> ServerError:

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from ..errors import InvalidActionError
 from ..types import Action, Observation, SchemaResponse, State
 from ._async import AsyncEnvClient
-from ._base import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STARTUP_TIMEOUT_S, DEFAULT_TIMEOUT_S
+from ._options import ClientOptions
 from ._sync import EnvClient
-
-if TYPE_CHECKING:
-    from ..providers.base import Provider
 
 __all__ = ["ActionValidator", "AsyncGenericEnvClient", "GenericEnvClient"]
 
@@ -127,60 +123,9 @@ class _GenericMixin:
     """Dict actions and observations for either client; the shared bits only."""
 
     _generic: ClassVar[bool] = True
+    _options: ClientOptions
     _schema: SchemaResponse | None
     _validator: Any
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        *,
-        env_dir: str | Path | None = None,
-        image: str | None = None,
-        provider: Provider | None = None,
-        validate_actions: bool = True,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
-        auto_reconnect: bool = True,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        orchestrator_token: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Describe the connection; nothing is opened until first use (or `connect()`).
-
-        Give exactly one of `base_url`, `env_dir`, `image`, `provider`.
-
-        Args:
-            base_url: a running server, e.g. `http://127.0.0.1:8000`.
-            env_dir: an environment folder to serve locally, stopped when the client closes.
-            image: an environment image to run with `DockerProvider`, stopped on close.
-            provider: any object with `start() -> base_url`, `stop()` and `is_alive()`.
-            validate_actions: check each action against `/schema` before sending it.
-            timeout_s: the longest wait for one reply, in seconds.
-            connect_timeout_s: the longest wait to open a connection, in seconds.
-            startup_timeout_s: the longest wait for `env_dir`'s or `image`'s server, in seconds.
-            auto_reconnect: when the connection has dropped, the next call opens a new session once.
-            max_message_bytes: the largest reply accepted.
-            orchestrator_token: the server's orchestrator token (unset: the provider's, if any).
-
-        Raises:
-            ValueError: not exactly one source was given, or a timeout is not positive.
-            TypeError: `env_cls=` was given (generic clients are untyped).
-        """
-        self._validate_actions = validate_actions
-        super().__init__(  # type: ignore[call-arg]
-            base_url,
-            env_dir=env_dir,
-            image=image,
-            provider=provider,
-            timeout_s=timeout_s,
-            connect_timeout_s=connect_timeout_s,
-            startup_timeout_s=startup_timeout_s,
-            auto_reconnect=auto_reconnect,
-            max_message_bytes=max_message_bytes,
-            orchestrator_token=orchestrator_token,
-            **kwargs,
-        )
 
     def _resolve_models(self) -> Any:
         from ._base import _Models
@@ -193,7 +138,7 @@ class _GenericMixin:
         if not isinstance(action, Mapping):
             raise TypeError(f"step() takes a dict action, got {type(action).__name__}")
         payload = dict(action)
-        if self._validate_actions and self._schema is not None:
+        if self._options.validate_actions and self._schema is not None:
             if self._validator is None:
                 self._validator = ActionValidator(self._schema)
             self._validator.validate(payload)
@@ -220,7 +165,7 @@ class GenericEnvClient(_GenericMixin, EnvClient[Any, Any, Any]):
             InvalidActionError: the action fails the action schema or the tool's input schema;
                 the message names each bad field (`action.message: ...`).
         """
-        if self._validate_actions:
+        if self._options.validate_actions:
             self.schema()
         return EnvClient.step(self, action)
 
@@ -230,6 +175,6 @@ class AsyncGenericEnvClient(_GenericMixin, AsyncEnvClient[Any, Any, Any]):
 
     async def step(self, action: Mapping[str, Any]) -> Any:
         """Apply one dict action, checked against `/schema` first. See `GenericEnvClient.step`."""
-        if self._validate_actions:
+        if self._options.validate_actions:
             await self.schema()
         return await AsyncEnvClient.step(self, action)

@@ -1,9 +1,9 @@
 """The agent's side of a session: one official MCP client session, bound by the session's token.
 
-`McpChannel` owns one `mcp` client session to `{base_url}/mcp?session=TOKEN`. The session lives
-in one task (anyio's cancel scopes must be left by the task that entered them); callers hand
-it work through a queue, from any task of the same event loop. `LoopThread` is the private
-event loop on which the sync client runs its channel.
+`AsyncMcpChannel` owns one `mcp` client session to `{base_url}/mcp?session=TOKEN`. The session
+lives in one task (anyio's cancel scopes must be left by the task that entered them); callers
+hand it work through a queue, from any task of the same event loop. `McpChannel`, its blocking
+twin for the sync client, runs one on a private event loop (`LoopThread`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import tracing
 from .._mcp_imports import MCP_IMPORT_LOCK
 from ..errors import RequestTimeout, TransportError
-from ._base import tool_call_refused
+from ._base import logger, tool_call_refused
 
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["LoopThread", "McpChannel"]
+__all__ = ["AsyncMcpChannel", "LoopThread", "McpChannel"]
 
 T = TypeVar("T")
 
@@ -35,7 +35,7 @@ def _leaf(error: BaseException) -> BaseException:
     return error
 
 
-class McpChannel:
+class AsyncMcpChannel:
     """One MCP client session to one URL, served by one task on the current event loop."""
 
     def __init__(self, url: str, *, timeout_s: float, connect_timeout_s: float) -> None:
@@ -209,3 +209,38 @@ class LoopThread:
             asyncio.run_coroutine_threadsafe(unwind(), self._loop).result(timeout_s + 1.0)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout_s)
+
+
+class McpChannel:
+    """The blocking twin of `AsyncMcpChannel`: the same channel, on its own event-loop thread."""
+
+    def __init__(self, url: str, *, timeout_s: float, connect_timeout_s: float) -> None:
+        self.url = url
+        self._channel = AsyncMcpChannel(url, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s)
+        self._wait_s = timeout_s + connect_timeout_s + 1.0  # the channel's own timeouts fire first
+        self._loop_thread: LoopThread | None = None
+
+    def list_tools(self) -> list[mcp_types.Tool]:
+        """See `AsyncMcpChannel.list_tools`."""
+        return self._loop().run(self._channel.list_tools(), self._wait_s)
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """See `AsyncMcpChannel.call_tool`."""
+        return self._loop().run(self._channel.call_tool(name, arguments), self._wait_s)
+
+    def close(self) -> None:
+        """End the MCP session, then the loop thread; closing goes on whatever fails."""
+        thread, self._loop_thread = self._loop_thread, None
+        if thread is None:
+            return
+        connect_timeout_s = self._channel.connect_timeout_s
+        try:
+            thread.run(self._channel.aclose(), connect_timeout_s + 1.0)
+        except Exception as e:  # closing must go on
+            logger.debug("closing the MCP channel failed: %s", e)
+        thread.close(connect_timeout_s)
+
+    def _loop(self) -> LoopThread:
+        if self._loop_thread is None:
+            self._loop_thread = LoopThread()
+        return self._loop_thread

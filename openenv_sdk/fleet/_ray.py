@@ -303,15 +303,7 @@ class RayFleet:
         slot, generation = self._pick()
         kwargs.setdefault("timeout_s", self.client_timeout_s)
         client = GenericEnvClient(slot.url, orchestrator_token=slot.token, **kwargs)
-        close = client.close
-
-        def close_and_release() -> None:
-            try:
-                close()
-            finally:
-                self._release(slot, generation)
-
-        client.close = close_and_release  # type: ignore[method-assign]
+        client.add_close_hook(lambda: self._release(slot, generation))
         return client
 
     def async_client(self, **kwargs: Any) -> AsyncGenericEnvClient:
@@ -319,15 +311,7 @@ class RayFleet:
         slot, generation = self._pick()
         kwargs.setdefault("timeout_s", self.client_timeout_s)
         client = AsyncGenericEnvClient(slot.url, orchestrator_token=slot.token, **kwargs)
-        aclose = client.aclose
-
-        async def aclose_and_release() -> None:
-            try:
-                await aclose()
-            finally:
-                self._release(slot, generation)
-
-        client.aclose = aclose_and_release  # type: ignore[method-assign]
+        client.add_close_hook(lambda: self._release(slot, generation))
         return client
 
     def members(self) -> list[FleetMember]:

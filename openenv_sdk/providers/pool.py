@@ -26,7 +26,8 @@ class ServerPool:
         provider_factory: makes one provider (e.g. `DockerProvider(image)`); called `size` times.
         size: how many servers to start.
         client_factory: makes a client for a base URL (and `orchestrator_token=`, when the provider
-            started its server with one); defaults to `GenericEnvClient`.
+            started its server with one); defaults to `GenericEnvClient`. Closing the client
+            frees its slot through the client's `add_close_hook`.
     """
 
     def __init__(
@@ -83,15 +84,13 @@ class ServerPool:
         provider = self._providers[self._urls.index(url)]
         token = provider.orchestrator_token if isinstance(provider, OrchestratorTokenHolder) else None
         client = self._make_client(url, token)
-        close = client.close
 
-        def close_and_release() -> None:
-            close()
+        def release() -> None:
             with self._lock:
                 if url in self._load and self._load[url] > 0:
                     self._load[url] -= 1
 
-        client.close = close_and_release
+        client.add_close_hook(release)
         return client
 
     def _make_client(self, url: str, token: str | None) -> Any:

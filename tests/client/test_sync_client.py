@@ -32,6 +32,7 @@ def test_exported_members() -> None:
         "DEFAULT_TIMEOUT_S",
         "AsyncEnvClient",
         "AsyncGenericEnvClient",
+        "ClientOptions",
         "EnvClient",
         "GenericEnvClient",
         "StepResult",
