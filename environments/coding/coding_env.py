@@ -19,8 +19,8 @@ state, the worker) holds a test, a report or a reward.
 
 The orchestrator may instead run a whole agent program (a CLI agent) in the episode with the
 orchestrator-only call `run_agent` (`openenv_sdk.agents.AgentHost`): it runs in the session's
-sandbox like `run_shell`, in the workspace, with a HOME of its own and with network access (it
-calls a model API).
+sandbox like `run_shell`, in the workspace, with a HOME of its own, reaching its model endpoint
+and nothing else of the network.
 
 Session folder, one per session (`$OPENENV_CODING_WORKDIR`, default the system temp dir):
 
@@ -426,8 +426,8 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
     ) -> CommandResult:
         """Run `command` as `run_shell` does (the session's sandbox and limits, in the workspace),
-        but with the agent's HOME, `env` added, network access (an agent program calls a model
-        API) and its own `timeout_s` (an agent program runs for longer than one tool command)."""
+        but with the agent's HOME, `env` added, its launch's egress (its model endpoint only) and
+        its own `timeout_s` (an agent program runs for longer than one tool command)."""
         self._check_agent_episode()
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
@@ -539,7 +539,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         as_agent_program: bool = False,
     ) -> CommandResult:
         """Run one command in the session's sandbox, in the workspace. `as_agent_program`
-        (run_agent): HOME is the agent's home, the network is on, and `timeout_s` is not capped
+        (run_agent): HOME is the agent's home, the launch's egress is on, and `timeout_s` is not capped
         at the per-command limit."""
         _, sandbox = self._require_episode()
         limits = self._limits(timeout_s, max_output_bytes)

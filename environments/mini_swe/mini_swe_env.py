@@ -12,8 +12,8 @@ Each episode holds one `openenv_sdk.sandbox.Sandbox` (see `mini_swe_sandbox`): e
 command and every file tool (`mini_swe_fsops`, run as the sandbox user) runs in it, with its own
 uid and namespaces, and nothing it starts outlives its command. The orchestrator may instead run
 a whole agent program (a CLI agent) in the episode with the orchestrator-only call `run_agent`
-(`openenv_sdk.agents.AgentHost`): it runs like the `run` tool, with the host's network (it calls
-a model API), in the repository, with the session's `home/` as HOME, and is graded the same way.
+(`openenv_sdk.agents.AgentHost`): it runs like the `run` tool, reaching its model endpoint and
+nothing else of the network (`openenv_sdk.sandbox.Egress`), in the repository, with the session's `home/` as HOME, and is graded the same way.
 """
 
 from __future__ import annotations
@@ -374,8 +374,8 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
     ) -> CommandResult:
         """Run `command` as the `run` tool does (the session's sandbox and limits, in the
         repository, HOME the session's home), with `env` added, its own `timeout_s` (an agent
-        program runs for longer than one tool command) and the host's network (it calls a model
-        API). Nothing it started outlives it."""
+        program runs for longer than one tool command) and its launch's egress (its model
+        endpoint only). Nothing it started outlives it."""
         dirs = self._agent_dirs()
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")

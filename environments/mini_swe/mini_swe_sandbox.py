@@ -484,7 +484,7 @@ class SandboxHost:
         network: bool = False,
     ) -> CommandResult:
         """Run an agent command in the session's sandbox, in its repository, under the limits
-        (`extra_env` is added to the command's environment; `network` shares the host's)."""
+        (`extra_env` is added to the command's environment; `network` adds the agent launch's egress)."""
         update: dict[str, object] = {}
         if timeout_s is not None:
             update["timeout_s"] = timeout_s

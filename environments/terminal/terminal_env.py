@@ -634,7 +634,8 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
     def agent_exec(
         self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
     ) -> CommandResult:
-        """In the episode's sandbox, with the network (agent programs call a model API)."""
+        """In the episode's sandbox; `network=True` gives it its launch's egress only (the model
+        endpoint, relayed in; `openenv_sdk.agents.host`), never the host's network."""
         self._check_playing()
         return self._run(
             command,
