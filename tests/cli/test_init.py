@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -181,6 +182,29 @@ def test_scaffold_tests_pass_under_pytest(tmp_path: Path, template: Template) ->
     )
     assert process.returncode == 0, process.stdout + process.stderr
     assert GENERATED_TESTS[template] in process.stdout
+
+
+@pytest.mark.skipif(
+    os.environ.get("OPENENV_TEST_CONTAINERS") != "1",
+    reason="needs a container engine: set OPENENV_TEST_CONTAINERS=1 (after scripts/setup_container_engine.sh)",
+)
+@pytest.mark.timeout(600)  # an image build
+def test_the_code_template_tests_pass_against_its_image(tmp_path: Path) -> None:
+    """The code template built with `openenv build`: its generated tests (references 1.0, stubs 0.0,
+    attacks 0) pass against the image, which holds neither hidden/ nor tests/."""
+    from openenv_sdk.build import build_image
+
+    scaffold("my_game", tmp_path, "code")
+    base = os.environ.get("OPENENV_BASE_IMAGE", "localhost/openenv-base:bookworm")
+    tag = build_image(tmp_path / "my_game", tag="openenv-test-init-code:latest", base_image=base, output="quiet")
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
+         "-W", "ignore::pytest.PytestDeprecationWarning", "tests"],
+        cwd=tmp_path / "my_game", capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "OPENENV_TEST_IMAGE": tag},
+    )  # fmt: skip
+    assert process.returncode == 0, process.stdout + process.stderr
+    assert GENERATED_TESTS[Template.code] in process.stdout
 
 
 def test_scaffold_passes_openenv_own_static_validation(tmp_path: Path) -> None:
