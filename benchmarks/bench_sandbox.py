@@ -2,12 +2,15 @@
 
     python benchmarks/bench_sandbox.py [--runs 200] [--json] [--write-docs]
 
-Each round runs the same command three ways, interleaved so that machine noise hits all alike:
+Each round runs the same command four ways, interleaved so that machine noise hits all alike:
 
 * `run_command`: the unisolated runner (what every agent command used before `Sandbox`): a
   new session, rlimits, the switch to an unprivileged user when root;
 * `Sandbox.run`: the same limits, in bubblewrap (pid, mount, network, IPC, UTS namespaces, the
-  session's own uid; as root, privileged bwrap then setpriv);
+  session's own uid; as root, privileged bwrap then setpriv), under the seccomp filter, in the
+  session's cgroup, its folder a bounded tmpfs;
+* `Sandbox.run` without the session bounds (no cgroup, no tmpfs; the filter stays): what the
+  cgroup join and the bounds' bookkeeping add, measured beside it;
 * `subprocess.run`: a bare fork and exec, for scale.
 
 Commands: `true`, and `python3 -c pass` (an interpreter start, what most agent commands pay).
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -45,13 +49,18 @@ ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}  # the same fo
 
 def measure(runs: int) -> dict[str, dict[str, list[float]]]:
     limits = SandboxLimits(timeout_s=30)
-    samples: dict[str, dict[str, list[float]]] = {name: {"bare": [], "unisolated": [], "sandbox": []} for name in COMMANDS}
-    with Sandbox(limits=limits, name="bench") as sandbox:
+    unbounded = limits.model_copy(
+        update={"session_memory_bytes": None, "session_max_processes": None, "workspace_bytes": None, "workspace_inodes": None}
+    )
+    ways_names = ("bare", "unisolated", "sandbox", "sandbox_unbounded")
+    samples: dict[str, dict[str, list[float]]] = {name: {way: [] for way in ways_names} for name in COMMANDS}
+    with Sandbox(limits=limits, name="bench") as sandbox, Sandbox(limits=unbounded, name="bench-unbounded") as plain:
         work = sandbox.workspace
         ways = {
             "bare": lambda argv: subprocess.run(argv, cwd=work, env=ENV, capture_output=True, check=False),
             "unisolated": lambda argv: run_command(argv, cwd=work, limits=limits, env=ENV),
             "sandbox": lambda argv: sandbox.run(argv, env=ENV),
+            "sandbox_unbounded": lambda argv: plain.run(argv, env=ENV),
         }
         for name, argv in COMMANDS.items():
             for way in ways.values():  # warm caches once
@@ -70,28 +79,34 @@ def summarize(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str,
         row = {f"{way}_median_ms": statistics.median(values) for way, values in ways.items()}
         row.update({f"{way}_p99_ms": sorted(values)[max(0, int(len(values) * 0.99) - 1)] for way, values in ways.items()})
         row["added_median_ms"] = row["sandbox_median_ms"] - row["unisolated_median_ms"]
+        row["bounds_added_median_ms"] = row["sandbox_median_ms"] - row["sandbox_unbounded_median_ms"]
         out[name] = row
     return out
 
 
 def markdown(summary: dict[str, dict[str, float]], runs: int) -> str:
     iso = isolation_report()
+    load = os.getloadavg()[0]
     lines = [
         "## Sandbox",
         "",
         f"`python benchmarks/bench_sandbox.py --runs {runs}` ({date.today()}, {platform.machine()}, "
-        f"Python {platform.python_version()}, isolation: {iso['mode']}). Median (p99) wall time of one "
-        f"command from the caller, in ms, the three ways interleaved. Target: the sandbox adds under "
-        f"{TARGET_MS:g} ms to `true`.",
+        f"{os.cpu_count()} cores, load {load:.1f}, Python {platform.python_version()}, isolation: {iso['mode']}; "
+        f"seccomp filter; session memory: {iso.get('session_memory', 'n/a')}; workspace: {iso.get('workspace', 'n/a')}). "
+        f"Median (p99) wall time of one command from the caller, in ms, the four ways interleaved. Target: the "
+        f"sandbox adds under {TARGET_MS:g} ms to `true`.",
         "",
-        "| command | bare fork+exec | `run_command` (before) | `Sandbox.run` (now) | added by the sandbox |",
-        "|---|---|---|---|---|",
+        "| command | bare fork+exec | `run_command` (before) | `Sandbox.run` without session bounds | "
+        "`Sandbox.run` (now) | added by the sandbox | of which the session bounds |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, row in summary.items():
         lines.append(
             f"| `{name}` | {row['bare_median_ms']:.1f} ({row['bare_p99_ms']:.1f}) | "
             f"{row['unisolated_median_ms']:.1f} ({row['unisolated_p99_ms']:.1f}) | "
-            f"{row['sandbox_median_ms']:.1f} ({row['sandbox_p99_ms']:.1f}) | {row['added_median_ms']:+.1f} |"
+            f"{row['sandbox_unbounded_median_ms']:.1f} ({row['sandbox_unbounded_p99_ms']:.1f}) | "
+            f"{row['sandbox_median_ms']:.1f} ({row['sandbox_p99_ms']:.1f}) | {row['added_median_ms']:+.1f} | "
+            f"{row['bounds_added_median_ms']:+.1f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -115,15 +130,17 @@ def main() -> None:
         print(json.dumps(summary, indent=1))
         return
     table = Table(title=f"One command, median (p99) ms over {args.runs} runs")
-    for column in ("command", "bare", "run_command (before)", "Sandbox.run (now)", "added"):
+    for column in ("command", "bare", "run_command (before)", "Sandbox.run unbounded", "Sandbox.run (now)", "added", "bounds"):
         table.add_column(column, justify="right")
     for name, row in summary.items():
         table.add_row(
             name,
             f"{row['bare_median_ms']:.1f} ({row['bare_p99_ms']:.1f})",
             f"{row['unisolated_median_ms']:.1f} ({row['unisolated_p99_ms']:.1f})",
+            f"{row['sandbox_unbounded_median_ms']:.1f} ({row['sandbox_unbounded_p99_ms']:.1f})",
             f"{row['sandbox_median_ms']:.1f} ({row['sandbox_p99_ms']:.1f})",
             f"{row['added_median_ms']:+.1f}",
+            f"{row['bounds_added_median_ms']:+.1f}",
         )
     Console().print(table)
     added = summary["true"]["added_median_ms"]

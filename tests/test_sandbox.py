@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from openenv_sdk.sandbox import SandboxLimits, run_command
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _processes() -> str:
@@ -126,3 +131,92 @@ def test_a_mount_inside_a_writable_mount_is_reachable_by_the_session_user(tmp_pa
         assert (scratch / "deep" / "cache").is_dir()  # made in the writable bind, where it belongs
     finally:
         sandbox.close()
+
+
+# --- the seccomp filter and the session bounds ---------------------------------------------------
+
+
+def test_every_denied_syscall_fails_with_eperm_in_the_sandbox() -> None:
+    """Each syscall of the ptrace family, called with harmless arguments, fails with EPERM (the
+    filter's answer) where the kernel would otherwise say ESRCH, EFAULT or EINVAL."""
+    import pyseccomp  # type: ignore[import-untyped]
+
+    from openenv_sdk.sandbox import Sandbox, isolation_mode
+    from openenv_sdk.sandbox._seccomp import DENIED_SYSCALLS
+
+    isolation_mode()
+    numbers = {name: pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) for name in DENIED_SYSCALLS}
+    code = (
+        "import ctypes, json, sys\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+        "out = {}\nfor name, nr in json.loads(sys.argv[1]).items():\n"
+        "    ret = libc.syscall(nr, 0, 0, 0, 0, 0)\n    out[name] = ctypes.get_errno() if ret < 0 else 0\n"
+        "print(json.dumps(out))"
+    )
+    with Sandbox(limits=SandboxLimits(timeout_s=20), name="seccomp") as sandbox:
+        result = sandbox.run(["python3", "-c", code, json.dumps(numbers)])
+        assert json.loads(result.stdout) == {name: errno.EPERM for name in DENIED_SYSCALLS}, result.render()
+        status = sandbox.run("grep -E '^Seccomp:' /proc/self/status").stdout.split()
+        assert status == ["Seccomp:", "2"]  # filter mode, inherited by every process of the command
+    bare = run_command(["python3", "-c", code, json.dumps(numbers)], cwd="/tmp")
+    assert json.loads(bare.stdout)["ptrace"] != errno.EPERM  # without the filter the kernel answers otherwise
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="session cgroups need root (CI runs as root)")
+def test_a_separate_launcher_of_wrap_joins_the_cgroup_and_loads_the_filter() -> None:
+    """`wrap()` without a descriptor (callers that start bubblewrap from a process of their own,
+    such as the grading worker's spawner) gets the same filter and cgroup through its launcher."""
+    from openenv_sdk.sandbox import Sandbox, isolation_mode
+
+    isolation_mode()
+    limits = SandboxLimits(timeout_s=20, session_memory_bytes=128 * 1024**2)
+    with Sandbox(limits=limits, name="launcher") as sandbox:
+        assert sandbox.cgroup is not None
+        argv = sandbox.wrap(["/bin/sh", "-c", "grep -E '^Seccomp:' /proc/self/status"], cwd=sandbox.workspace)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+        assert done.stdout.split() == ["Seccomp:", "2"], done.stderr
+        before = sandbox.cgroup.counters()[0]
+        hog = sandbox.wrap(["python3", "-c", "b = b'x' * (400 * 1024**2)"], cwd=sandbox.workspace)
+        killed = subprocess.run(hog, capture_output=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+        assert killed.returncode != 0 and sandbox.cgroup.counters()[0] > before
+
+
+def test_a_server_that_is_not_root_runs_sandboxes_without_the_bounds_and_says_so(tmp_path: Path) -> None:
+    """Degrade, not refuse: as an unprivileged user the sandbox runs (filter included) without a
+    cgroup or a tmpfs, and the report names each missing bound."""
+    script = (
+        "import json; from openenv_sdk.sandbox import Sandbox, isolation_report\n"
+        "with Sandbox(name='unprivileged') as s:\n"
+        "    r = s.run(\"grep -E '^Seccomp:' /proc/self/status\")\n"
+        "    print(json.dumps([r.stdout.split(), s.cgroup is None, s.workspace_bounded, isolation_report()]))\n"
+    )
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] if os.geteuid() == 0 else []
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": "/tmp"}
+    done = subprocess.run(
+        [*drop, sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=REPO, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    seccomp, no_cgroup, bounded, report = json.loads(done.stdout)
+    assert (seccomp, no_cgroup, bounded) == (["Seccomp:", "2"], True, False)
+    assert report["isolated"] is True
+    for bound in ("session_memory", "session_processes", "workspace"):
+        assert report[bound].startswith("missing: the server is not root"), report
+
+
+def test_session_limits_reject_values_that_cannot_work() -> None:
+    from pydantic import ValidationError
+
+    for field, value in (("session_memory_bytes", 1024), ("session_max_processes", 1), ("workspace_bytes", 10), ("workspace_inodes", 5)):
+        with pytest.raises(ValidationError, match=field):
+            SandboxLimits(**{field: value})
+
+
+def test_a_cgroup_path_is_found_in_a_containers_view_of_the_hierarchy() -> None:
+    from openenv_sdk.sandbox._cgroup import _on_disk
+
+    # the host's view: the mount's root is the hierarchy's root
+    assert _on_disk("/", "/sys/fs/cgroup/memory", "/user.slice/x") == Path("/sys/fs/cgroup/memory/user.slice/x")
+    # a container without a cgroup namespace: its mount's root is its own cgroup
+    assert _on_disk("/docker/abc", "/sys/fs/cgroup/memory", "/docker/abc") == Path("/sys/fs/cgroup/memory")
+    assert _on_disk("/docker/abc", "/sys/fs/cgroup/memory", "/docker/abc/inner") == Path("/sys/fs/cgroup/memory/inner")
+    # our cgroup outside what is mounted: the mount's top
+    assert _on_disk("/docker/abc", "/sys/fs/cgroup", "/elsewhere") == Path("/sys/fs/cgroup")
