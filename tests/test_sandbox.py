@@ -207,7 +207,7 @@ def test_session_limits_reject_values_that_cannot_work() -> None:
 
     for field, value in (("session_memory_bytes", 1024), ("session_max_processes", 1), ("workspace_bytes", 10), ("workspace_inodes", 5)):
         with pytest.raises(ValidationError, match=field):
-            SandboxLimits(**{field: value})
+            SandboxLimits.model_validate({field: value})
 
 
 def test_a_cgroup_path_is_found_in_a_containers_view_of_the_hierarchy() -> None:
