@@ -335,6 +335,20 @@ class Sandbox(_Section):
     )
     memory: MemorySize = Field(default="1g", description="Address-space limit of each agent process.")
     max_processes: int = Field(default=128, ge=1, description="Processes one agent command may start.")
+    session_memory: MemorySize = Field(
+        default="2g",
+        description="Memory of all of a session's processes together, its workspace's files included "
+        "(a cgroup per session, as root); past it the kernel kills a process of that session only.",
+    )
+    session_max_processes: int = Field(
+        default=256, ge=8, description="Processes and threads of a whole session at once (a cgroup per session)."
+    )
+    workspace_size: MemorySize = Field(
+        default="1g", description="Size of a session's folder (a tmpfs, as root); writing past it fails with ENOSPC."
+    )
+    workspace_inodes: int = Field(
+        default=100_000, ge=1024, description="Files and folders a session's folder may hold."
+    )
     system_packages: list[str] = Field(
         default_factory=list, description="Debian packages the image needs (e.g. `git`), installed when missing."
     )
@@ -342,6 +356,15 @@ class Sandbox(_Section):
     @property
     def memory_bytes(self) -> int:
         return parse_memory_size(self.memory)
+
+    def session_bounds(self) -> dict[str, int]:
+        """The session-wide fields of `openenv_sdk.sandbox.SandboxLimits`, from this section."""
+        return {
+            "session_memory_bytes": parse_memory_size(self.session_memory),
+            "session_max_processes": self.session_max_processes,
+            "workspace_bytes": parse_memory_size(self.workspace_size),
+            "workspace_inodes": self.workspace_inodes,
+        }
 
 
 class ServerSettings(_Section):
