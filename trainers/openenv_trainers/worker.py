@@ -17,16 +17,22 @@ logprob at every mask-1 position, NaN elsewhere; never filled in), the group-rel
 
 - Demand-driven: a group starts only while fewer than `max_inflight_episodes` episodes run and
   the buffer has room for its samples.
+- Paced to training (`pacing.AdmissionController`, `WorkerConfig.pacing`): and only if, by the
+  samples the trainer takes per policy version and what is buffered or in flight, it will be taken
+  before it is stale, or the trainer needs it to keep busy. The trainer's takes and waits are seen
+  through `rollout_buffer` (a `PacedQueue`), its versions through `update_model_version`.
 - Filters: zero-variance groups and truncated episodes can be dropped (`GroupFilter`).
 - Staleness: TRL's rule (`model_version - sample.model_version > max_staleness` is dropped):
   groups already stale when they finish are not enqueued, and `update_model_version` purges the
-  buffer; both counted in `worker/dropped_stale`.
+  buffer; both counted in `worker/dropped_stale`, against `worker/generated` (every sample the
+  finished episodes made).
 - Resilience: every episode has a timeout; a failed episode is retried on a fresh session; each
   source has a circuit breaker that restarts its server (container or process) after
   `breaker_failures` failures in a row; `check_health` raises `WorkerStuck` or `WorkerStarved`
   with the cause.
 - Metrics (`metrics_queue`): reward mean and std, episode length, turns, tool calls and errors,
-  environment latency, truncation, drops, failures, restarts; and per source (one server, on one
+  environment latency, truncation, drops, failures, restarts; pacing (`worker/admitted`,
+  `worker/paused_s`, `worker/pacing/...`); and per source (one server, on one
   node of a fleet): episodes in flight, finished, failed, timed out, restarts
   (`worker/source/<label>/...`, also `source_counters`).
 """
@@ -34,6 +40,7 @@ logprob at every mask-1 position, NaN elsewhere; never filled in), the group-rel
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import itertools
@@ -61,6 +68,7 @@ from .errors import (
     WorkerStarved,
     WorkerStuck,
 )
+from .pacing import AdmissionController, PacedQueue, PacingConfig
 from .source_counters import SourceCounters, source_labels
 from .sources import EnvSource
 from .tasks import split_task
@@ -115,6 +123,8 @@ class WorkerConfig:
     """Mixed into each group's reset seed (when the task gives none)."""
     poll_interval_s: float = 0.02
     """How often the scheduler looks for room to start a group."""
+    pacing: PacingConfig = field(default_factory=PacingConfig)
+    """Generation paced to the trainer's consumption (`PacingConfig(enabled=False)`: the static limits only)."""
 
     def __post_init__(self) -> None:
         if self.num_generations < 1:
@@ -234,7 +244,14 @@ class EnvRolloutWorker:
         self.rubric = rubric if rubric is not None else self.sources[0].grader()
         self.config = config or WorkerConfig()
         self.episode_runner = episode_runner
-        self.rollout_buffer: queue.Queue[Any] = queue.Queue(maxsize=self.config.buffer_size)
+        self.pacing = AdmissionController(
+            max_staleness=self.config.max_staleness,
+            group_size=self.config.num_generations,
+            prior_samples_per_version=self.config.max_inflight_episodes,
+            config=self.config.pacing,
+        )
+        """Decides when a group starts; its counters (`admitted`, `paused_s`, the trainer's waits) are readable."""
+        self.rollout_buffer: PacedQueue = PacedQueue(self.config.buffer_size, self.pacing)
         self.metrics_queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=4096)
         self._sample_type = rollout_sample_type()
         self._model_version = 0
@@ -248,6 +265,7 @@ class EnvRolloutWorker:
         self._stopping = threading.Event()
         self._fatal: BaseException | None = None
         self._inflight = 0
+        self._inflight_by_version: collections.Counter[int] = collections.Counter()  # episodes, by group version
         self._episode_started: dict[int, float] = {}
         self._episode_ids = itertools.count()
         self._heartbeat = 0.0
@@ -268,6 +286,8 @@ class EnvRolloutWorker:
                 "groups_dropped_too_small",
                 "episodes_dropped_truncated",
                 "dropped_stale",
+                "generated",
+                "admitted",
                 "env_restarts",
                 "samples",
             ),
@@ -324,20 +344,9 @@ class EnvRolloutWorker:
     def update_model_version(self, model_version: int) -> None:
         """Record the live policy version, and drop buffered samples that are now too stale."""
         self._model_version = int(model_version)
-        dropped = 0
+        self.pacing.version(self._model_version)
         with self._buffer_lock:
-            kept = []
-            while True:
-                try:
-                    sample = self.rollout_buffer.get_nowait()
-                except queue.Empty:
-                    break
-                if self._is_stale(sample.model_version):
-                    dropped += 1
-                else:
-                    kept.append(sample)
-            for sample in kept:
-                self.rollout_buffer.put_nowait(sample)
+            dropped = self.rollout_buffer.purge(lambda sample: self._is_stale(sample.model_version))
         if dropped:
             self._count("dropped_stale", dropped)
 
@@ -395,8 +404,10 @@ class EnvRolloutWorker:
                 if self._fatal is not None:
                     break
                 while self._has_demand():
-                    task = asyncio.create_task(self._run_group(next(group_ids), next(rows)))
+                    version = self._model_version
+                    task = asyncio.create_task(self._run_group(next(group_ids), next(rows), version))
                     self._inflight += self.config.num_generations
+                    self._inflight_by_version[version] += self.config.num_generations
                     groups.add(task)
                     task.add_done_callback(self._group_done(groups))
                 self._update_breakers()
@@ -428,11 +439,15 @@ class EnvRolloutWorker:
 
     def _has_demand(self) -> bool:
         g = self.config.num_generations
-        if self._inflight + g > self.config.max_inflight_episodes:
-            return False
-        if all(s.breaker.is_open for s in self._states):
-            return False
-        return self.rollout_buffer.qsize() + self._inflight + g <= self.config.buffer_size
+        buffered = self.rollout_buffer.qsize()
+        room = (
+            self._inflight + g <= self.config.max_inflight_episodes
+            and not all(s.breaker.is_open for s in self._states)
+            and buffered + self._inflight + g <= self.config.buffer_size
+        )
+        # Episodes of a group that is already stale give nothing to the trainer: not ahead of a new one.
+        fresh = sum(n for version, n in self._inflight_by_version.items() if not self._is_stale(version))
+        return self.pacing.admit(buffered=buffered, inflight_episodes=fresh, room=room)
 
     def _update_breakers(self) -> None:
         now = time.monotonic()
@@ -464,22 +479,29 @@ class EnvRolloutWorker:
         finally:
             state.restarting = False
 
-    async def _run_group(self, group_id: int, row: Mapping[str, Any]) -> None:
+    async def _run_group(self, group_id: int, row: Mapping[str, Any], version: int) -> None:
         cfg = self.config
-        version = self._model_version
+        started = time.monotonic()
         try:
             messages, task, seed = self._task_of(row, group_id)
             results = await asyncio.gather(*(self._episode(messages, task, seed) for _ in range(cfg.num_generations)))
         finally:
             self._inflight -= cfg.num_generations
+            self._inflight_by_version[version] -= cfg.num_generations
+            if self._inflight_by_version[version] <= 0:
+                del self._inflight_by_version[version]
         self._count("groups")
         self._push({k: v for state in self._states for k, v in state.counters.metrics().items()})
         episodes = [r for r in results if r is not None]
+        self._count("generated", sum(len(e.rows()) for e in episodes))
         kept = [e for e in episodes if cfg.group_filter.keep_episode(e.truncated)]
         if len(kept) < len(episodes):
             self._count("episodes_dropped_truncated", len(episodes) - len(kept))
         self._push_episode_metrics(episodes)
         reason = cfg.group_filter.keep_group([e.reward for e in kept])
+        trainable = 0 if reason is not None else sum(len(e.rows()) for e in kept)
+        self.pacing.group_done(time.monotonic() - started, episodes=cfg.num_generations, samples=trainable)
+        self._push_pacing_metrics()
         if reason is not None:
             self._count(f"groups_dropped_{reason}")
             self._consecutive_dropped_groups += 1
@@ -495,8 +517,7 @@ class EnvRolloutWorker:
         for episode, advantage in zip(kept, advantages, strict=True):
             # One row per segment: a black-box agent's episode may hold several conversations.
             for segment in episode.rows():
-                await self._put(self._sample(episode, segment, advantage, version, group_id, reward_std))
-                samples += 1
+                samples += await self._put(self._sample(episode, segment, advantage, version, group_id, reward_std))
         self._count("samples", samples)
 
     def _task_of(self, row: Mapping[str, Any], group_id: int) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
@@ -620,15 +641,20 @@ class EnvRolloutWorker:
             enqueued_at=time.time(),
         )
 
-    async def _put(self, sample: Any) -> None:
+    async def _put(self, sample: Any) -> bool:
+        """Enqueue a sample when there is room; False if it went stale first (counted) or the worker stopped."""
         while not self._stopping.is_set():
+            if self._is_stale(sample.model_version):  # the version moved while the buffer was full
+                self._count("dropped_stale")
+                return False
             with self._buffer_lock:
                 try:
                     self.rollout_buffer.put_nowait(sample)
-                    return
+                    return True
                 except queue.Full:
                     pass
             await asyncio.sleep(self.config.poll_interval_s)
+        return False
 
     def _is_stale(self, version: int) -> bool:
         return self._model_version - version > self.config.max_staleness
@@ -668,7 +694,13 @@ class EnvRolloutWorker:
             }
         )
 
+    def _push_pacing_metrics(self) -> None:
+        pacing = self.pacing.metrics()
+        self.counters["admitted"] = self.pacing.admitted
+        generated = self.counters["generated"]
+        pacing["worker/stale_fraction"] = self.counters["dropped_stale"] / generated if generated else 0.0
+        self._push(pacing)
+
     def _push(self, values: dict[str, Any]) -> None:
         with contextlib.suppress(queue.Full):
             self.metrics_queue.put_nowait(values)
-
