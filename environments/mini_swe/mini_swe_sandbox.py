@@ -264,9 +264,10 @@ class Report:
 
 
 def read_report(path: Path, result: CommandResult) -> Report:
-    """The report the trusted pytest wrote at `path` (`openenv_sdk.grading.pytest_report`), or
-    why there is none. The file is in a directory only the server can write: no code of the
-    agent's ran in the process that wrote it, nor can reach the directory."""
+    """The report the trusted pytest wrote at `path` when its session ended
+    (`openenv_sdk.grading._pytest_report`), or why there is none. The file is in a directory
+    only the server can write: no code of the agent's ran in the process that wrote it, nor can
+    reach the directory."""
     report = Report()
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > REPORT_MAX_BYTES:
@@ -278,11 +279,11 @@ def read_report(path: Path, result: CommandResult) -> Report:
         else:
             report.problem = f"report missing: the test run ended without one (exit code {result.exit_code})"
         return report
-    if not isinstance(data, dict) or data.get("finished") is not True or not isinstance(data.get("outcomes"), dict):
+    if not isinstance(data, dict) or type(data.get("exitstatus")) is not int or not isinstance(data.get("outcomes"), dict):
         report.problem = "report missing: the test run's report is malformed"
         return report
     report.complete = True
-    report.exit_status = data["exitstatus"] if type(data.get("exitstatus")) is int else None
+    report.exit_status = data["exitstatus"]
     report.outcomes = {str(k): str(v) for k, v in data["outcomes"].items()}
     report.collected = [str(n) for n in data.get("collected") or []]
     report.collect_errors = sorted(str(n) for n in data.get("collect_errors") or {})
@@ -350,6 +351,7 @@ class SandboxHost:
             max_processes=settings.max_processes,
             kill_after_output_bytes=max(1024, 64 * settings.max_output_bytes),
             sandbox_user=sandbox_user_name(settings.user),
+            **settings.session_bounds(),
         )
         self._lock = threading.Lock()
         self._runtime: Runtime | None = None
@@ -569,7 +571,7 @@ class SandboxHost:
                 env={"PATH": _SYSTEM_PATH, "HOME": str(trusted), "LANG": "C.UTF-8", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
                 limits=SandboxLimits(
                     timeout_s=timeout_s, max_output_bytes=GRADING_OUTPUT_BYTES, memory_bytes=None, max_processes=None,
-                    sandbox_user=None,
+                    max_file_bytes=None, sandbox_user=None,
                 ),
             )  # fmt: skip
             run.report = read_report(trusted / REPORT_FILE, run.result)
@@ -589,6 +591,8 @@ class SandboxHost:
         prefix = ["prlimit", "--core=0"]
         if limits.memory_bytes is not None:
             prefix.append(f"--as={limits.memory_bytes}")
+        if limits.max_file_bytes is not None:
+            prefix.append(f"--fsize={limits.max_file_bytes}")
         if limits.max_processes is not None:
             prefix.append(f"--nproc={limits.max_processes}")
         prefix.append("--")
@@ -598,7 +602,7 @@ class SandboxHost:
             prefix += ["setpriv", f"--reuid={worker.uid}", f"--regid={worker.gid}", "--clear-groups", "--"]
         return [
             _TRUSTED_PYTHON, "-I", "-B", "-m", "pytest",
-            "-p", "openenv_sdk.grading.pytest_remote", "-p", "openenv_sdk.grading.pytest_report",
+            "-p", "openenv_sdk.grading.pytest_remote", "-p", "openenv_sdk.grading._pytest_report",
             "--remote-modules", ",".join(modules), "--remote-dir", str(code), "--remote-equality",
             "--remote-spawn-prefix", json.dumps(prefix), "--remote-python", python,
             "--remote-timeout", f"{test_timeout_s:g}",

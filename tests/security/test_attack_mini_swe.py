@@ -15,7 +15,9 @@ own. Where bubblewrap cannot run they fail with the `IsolationUnavailable` messa
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
 import sys
 import threading
 import time
@@ -153,136 +155,292 @@ def test_control_the_untouched_repository_scores_zero(session: GenericEnvClient,
     assert set(evidence["PASS_TO_PASS"].values()) == {"passed"}
 
 
-# --- forging the run from the library code (imported by the tests) ---------------------------------
+# --- the issue's three forgeries, from the library code (a line in the package's __init__.py) ------
+#
+# Against the old design (the tests, a guard and an HMAC-signed report channel in the agent's
+# interpreter) each of these scored 1.0 with the bug unfixed. Now the tests run in a trusted
+# process that never imports the package: this code runs in a worker in a sandbox of its own,
+# where there is no guard, no channel to the verdict and no key. Each must score 0.0, the tests
+# having run for real (the trusted process finished its report).
+
+F2P = GRADER.load_hidden_task(TASK).fail_to_pass
+ALL_IDS = [*F2P, *GRADER.load_hidden_task(TASK).pass_to_pass]
+
+GUARD_IN_MAIN = (
+    "import sys\n"
+    "_main = sys.modules.get('__main__')\n"
+    "for _name, _cls in list(vars(_main).items()):\n"
+    "    if not isinstance(_cls, type):\n"
+    "        continue\n"
+    "    for _attr in list(vars(_cls)):\n"
+    "        if any(w in _attr.lower() for w in ('check', 'verify', 'tamper', 'witness', 'snapshot', 'guard')):\n"
+    "            setattr(_cls, _attr, lambda *a, **k: None)  # the guard's checks, disarmed\n"
+    "    if hasattr(_cls, 'serve'):  # whatever answers requests here: every answer says yes\n"
+    "        _real = _cls.serve\n"
+    "        def _serve(self, request, _real=_real):\n"
+    "            reply = _real(self, request)\n"
+    "            return {'id': reply.get('id'), 'ok': True}\n"
+    "        _cls.serve = _serve\n"
+)
+
+EMIT_THROUGH_GC = (
+    "import gc, io, json, os\n"
+    f"_ids = {ALL_IDS!r}\n"
+    "_lines = ''.join(f'{n} PASSED\\n' for n in _ids) + '=' * 20 + f' {len(_ids)} passed in 0.01s ' + '=' * 20 + '\\n'\n"
+    "def _emit(*args, **kwargs):\n"
+    "    return None\n"
+    "for _o in gc.get_objects():\n"
+    "    try:\n"
+    "        _kind = type(_o)\n"
+    "        for _name in ('emit', 'send', 'report', 'sign'):\n"
+    "            if isinstance(getattr(_kind, _name, None), type(_emit)):\n"
+    "                setattr(_kind, _name, _emit)  # the channel's emit, shadowed\n"
+    "        if isinstance(_o, (io.BufferedWriter, io.TextIOWrapper, io.FileIO)) and not _o.closed:\n"
+    "            data = _lines + ''.join(json.dumps({'id': i, 'ok': True}) + '\\n' for i in range(1, 200))\n"
+    "            _o.write(data if isinstance(_o, io.TextIOWrapper) else data.encode())  # forged replies\n"
+    "            _o.flush()\n"
+    "    except Exception:\n"
+    "        pass\n"
+)
+
+OWN_REPORT_SIGNED = (
+    "import gc, hashlib, hmac, json, os\n"
+    f"_ids = {ALL_IDS!r}\n"
+    "_signers = [o for o in gc.get_objects() if isinstance(o, hmac.HMAC)]  # the signing oracle, if any\n"
+    "_report = {'finished': True, 'exitstatus': 0, 'collected': _ids,\n"
+    "           'outcomes': {n: 'passed' for n in _ids}, 'messages': {}, 'collect_errors': {}}\n"
+    "_text = json.dumps(_report)\n"
+    "_lines = []\n"
+    "for _seq, _n in enumerate(_ids):\n"
+    "    _body = f'{_seq} test ' + _n.encode().hex() + ' ' + b'passed'.hex() + ' '\n"
+    "    for _s in _signers:\n"
+    "        _h = _s.copy(); _h.update(_body.encode()); _lines.append(_h.hexdigest() + ' ' + _body)\n"
+    "_null = os.open(os.devnull, os.O_RDWR)\n"
+    "for _fd in range(3, 256):\n"
+    "    try:\n"
+    "        os.write(_fd, ('\\n'.join(_lines) + '\\n' + _text + '\\n').encode())\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "for _folder in {os.getcwd(), os.path.dirname(os.getcwd()), '/tmp', os.environ.get('HOME', '/tmp'),\n"
+    "                '/proc/1/cwd', '/proc/self/cwd', '/dev/shm'}:\n"
+    "    for _name in ('openenv_grading_report.json', 'openenv_report.json', 'report.json'):\n"
+    "        try:\n"
+    "            with open(os.path.join(_folder, _name), 'w') as _f:\n"
+    "                _f.write(_text)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "for _fd in range(3, 256):  # the channel now points at /dev/null\n"
+    "    if _fd != _null:\n"
+    "        try:\n"
+    "            os.dup2(_null, _fd)\n"
+    "        except OSError:\n"
+    "            pass\n"
+)
+
+ISSUE_ATTACKS = {"guard in __main__": GUARD_IN_MAIN, "emit through gc": EMIT_THROUGH_GC, "own signed report": OWN_REPORT_SIGNED}
+
+
+@pytest.mark.parametrize("name", list(ISSUE_ATTACKS))
+def test_the_issues_forgeries_score_zero(session: GenericEnvClient, grader: Any, name: str) -> None:
+    score = plant(session, {"intervals/__init__.py": INIT + "\n" + ISSUE_ATTACKS[name]}, grader)
+    evidence = score.evidence["resolved"]
+    assert score.value == 0.0 and not evidence["resolved"], evidence
+    assert evidence["tampering"] == []  # nothing to flag: the forgery simply reaches nothing
+    if name == "guard in __main__":
+        # The worker still answers, and every answer is True: the tests ran and the trusted side
+        # judged the answers. A test that asserts only truthiness (`assert contains(...)`) is
+        # satisfied by True, as it would be by `return True` in the code; every test comparing a
+        # value fails.
+        assert evidence["report"] == "complete", evidence["reason"]
+        f2p = evidence["FAIL_TO_PASS"]
+        assert f2p["tests/test_nested.py::test_nested_interval"] == "failed"
+        assert f2p["tests/test_nested.py::test_long_interval_covering_several"] == "failed"
+        assert evidence["PASS_TO_PASS"]["tests/test_ops.py::test_merge_touching"] == "failed"
+    else:  # its channel broken, the worker's answers are refused or never come: nothing passes
+        assert "passed" not in set(evidence["FAIL_TO_PASS"].values()) | set(evidence["PASS_TO_PASS"].values())
+
 
 RUNNER_PATCHES = {
-    "Function.runtest": (
-        "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n",
-        "_pytest.python.Function (runtest) was replaced",
-    ),
+    "Function.runtest": "_pytest.python.Function.runtest = lambda self: None\n",
     "pytest_pyfunc_call": (
-        "import gc, _pytest.python\n"
+        "import gc\n"
         "def _fake(pyfuncitem):\n    return True\n"
         "_real = _pytest.python.pytest_pyfunc_call\n"
         "_pytest.python.pytest_pyfunc_call = _fake\n"
         "for _o in gc.get_objects():\n"
         "    if type(_o).__name__ == 'HookImpl' and getattr(_o, 'function', None) is _real:\n"
-        "        _o.function = _fake\n",
-        "hook implementations changed",
+        "        _o.function = _fake\n"
     ),
     "TestReport.outcome": (
         "import _pytest.reports as _r\n"
         "_r.TestReport.outcome = property(lambda self: 'passed', lambda self, value: None)\n"
-        "_orig = _r.TestReport.from_item_and_call.__func__\n"
-        "def _forced(cls, item, call):\n"
-        "    report = _orig(cls, item, call)\n"
-        "    report.longrepr = None\n"
-        "    return report\n"
-        "_r.TestReport.from_item_and_call = classmethod(_forced)\n",
-        "_pytest.reports.TestReport (from_item_and_call, outcome) was replaced",
     ),
-    "CallInfo.from_call": (
-        "import _pytest.runner as _run\n"
-        "_orig = _run.CallInfo.from_call.__func__\n"
-        "def _swallow(cls, func, when, reraise=None):\n"
-        "    info = _orig(cls, func, when, reraise)\n"
-        "    info.excinfo = None\n"
-        "    return info\n"
-        "_run.CallInfo.from_call = classmethod(_swallow)\n",
-        "_pytest.runner.CallInfo (from_call) was replaced",
+    "builtins and exit": (
+        "import builtins, os, sys\n"
+        "builtins.AssertionError = type('AssertionError', (Exception,), {})\n"
+        "sys.exit = os._exit = lambda *a: None\n"
     ),
 }
+# pytest is not importable where the package runs (standard library only); an attacker looks for it
+FIND_PYTEST = (
+    "import glob, sys\n"
+    "try:\n"
+    "    import _pytest.python\n"
+    "except ImportError:\n"
+    "    for _root in {sys.prefix, sys.base_prefix, '/usr', '/usr/local', '/work/main/.venv'}:\n"
+    "        sys.path += glob.glob(_root + '/lib/python3*/site-packages') + glob.glob(_root + '/lib/python3/dist-packages')\n"
+    "    try:\n"
+    "        import _pytest.python\n"
+    "    except ImportError:\n"
+    "        _pytest = None\n"
+)
 
 
 @pytest.mark.parametrize("name", list(RUNNER_PATCHES))
 def test_monkeypatching_the_runner_at_import(session: GenericEnvClient, grader: Any, name: str) -> None:
-    code, reason = RUNNER_PATCHES[name]
-    evidence = refused(plant(session, {"intervals/__init__.py": INIT + "\n" + code}, grader), "tampering: ", reason)
-    assert evidence["report"] == "complete"
-
-
-def test_a_patched_runtest_that_skips_bodies_leaves_tests_not_run(session: GenericEnvClient, grader: Any) -> None:
-    """Even where the identity check were fooled, a pass needs the body to have run to its end."""
-    code = "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n"
+    code = FIND_PYTEST + "if _pytest is not None:\n" + "".join(f"    {line}\n" for line in RUNNER_PATCHES[name].splitlines())
+    if name == "builtins and exit":
+        code = RUNNER_PATCHES[name]
     evidence = refused(plant(session, {"intervals/__init__.py": INIT + "\n" + code}, grader))
-    assert set(evidence["FAIL_TO_PASS"].values()) == {"not run"}
-    assert set(evidence["details"].values()) == {"reported passed, but its body never ran to the end"}
+    # what it patched is the worker's own pytest (if any): the trusted run is untouched
+    assert evidence["report"] == "complete" and set(evidence["FAIL_TO_PASS"].values()) == {"failed"}
 
 
 def test_sys_exit_at_import(session: GenericEnvClient, grader: Any) -> None:
     code = "import sys\nsys.exit(0)\n"
-    evidence = refused(
-        plant(session, {"intervals/__init__.py": code + INIT}, grader),
-        "pytest did not complete the session (exit status 3: internal error, e.g. SystemExit raised at import)",
-    )
-    assert set(evidence["FAIL_TO_PASS"].values()) == {"not run"}
+    evidence = refused(plant(session, {"intervals/__init__.py": code + INIT}, grader), "collection errors")
+    assert evidence["report"] == "complete" and "passed" not in set(evidence["PASS_TO_PASS"].values())
 
 
 def test_os_exit_at_import(session: GenericEnvClient, grader: Any) -> None:
     code = "import os\nos._exit(0)\n"
-    evidence = refused(
-        plant(session, {"intervals/__init__.py": code + INIT}, grader),
-        "report missing: the process exited before the session ended",
-    )
-    assert evidence["report"] == "report missing: the process exited before the session ended"
+    evidence = refused(plant(session, {"intervals/__init__.py": code + INIT}, grader), "collection errors")
+    assert evidence["report"] == "complete"
 
 
 def test_fake_pass_lines_on_stdout(session: GenericEnvClient, grader: Any) -> None:
-    ids = GRADER.load_hidden_task(TASK).fail_to_pass
-    lines = "".join(f"{nodeid} PASSED\n" for nodeid in ids)
+    lines = "".join(f"{nodeid} PASSED\n" for nodeid in F2P)
     code = (
-        "import json, sys\n"
+        "import json, os, sys\n"
         f"sys.stdout.write({lines!r})\n"
         "sys.stdout.write('=' * 30 + ' 40 passed in 0.01s ' + '=' * 30 + '\\n')\n"
-        f"print(json.dumps({{'outcomes': {{n: 'passed' for n in {ids!r}}}, 'exitstatus': 0}}))\n"
+        f"print(json.dumps({{'outcomes': {{n: 'passed' for n in {F2P!r}}}, 'exitstatus': 0}}))\n"
         "sys.stdout.flush()\n"
+        "for fd in (1, 2):\n"
+        f"    os.write(fd, {lines!r}.encode())\n"
     )
     evidence = refused(plant(session, {"intervals/__init__.py": INIT + "\n" + code}, grader), "FAIL_TO_PASS not passed")
     assert evidence["report"] == "complete" and set(evidence["FAIL_TO_PASS"].values()) == {"failed"}
 
 
-CHANNEL_ATTACKS = {
-    "forged lines on every descriptor": (
-        "import os, hashlib\n"
-        "for fd in range(3, 64):\n"
-        "    for n in range(40):\n"
-        "        body = f'{n} test ' + 'tests/test_nested.py::x'.encode().hex() + ' ' + b'passed'.hex() + ' '\n"
-        "        try:\n"
-        "            os.write(fd, (hashlib.sha256(body.encode()).hexdigest() + ' ' + body + '\\n').encode())\n"
-        "        except OSError:\n"
-        "            pass\n"
-        "for name in ('report.json', 'results.json'):\n"
-        "    for folder in (os.environ.get('HOME', '/tmp'), '/tmp', os.getcwd()):\n"
-        "        try:\n"
-        "            open(os.path.join(folder, name), 'w').write('{\"outcomes\": {}}')\n"
-        "        except OSError:\n"
-        "            pass\n",
-        "report line(s) not signed with the run's key (forged or corrupted)",
-    ),
-    "the channel closed": (
-        "import os\nos.closerange(3, 1024)\n",
-        "report missing",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", list(CHANNEL_ATTACKS))
-def test_overwriting_the_result_channel(session: GenericEnvClient, grader: Any, name: str) -> None:
-    code, reason = CHANNEL_ATTACKS[name]
-    refused(plant(session, {"intervals/__init__.py": INIT + "\n" + code}, grader), reason)
+def test_closing_every_descriptor(session: GenericEnvClient, grader: Any) -> None:
+    refused(plant(session, {"intervals/__init__.py": INIT + "\nimport os\nos.closerange(0, 1024)\n"}, grader))
 
 
 def test_an_endless_loop_at_import_scores_zero_in_bounded_time(session: GenericEnvClient) -> None:
     started = time.monotonic()
     score = plant(session, {"intervals/__init__.py": "while True:\n    pass\n"}, GRADER.MiniSweGrader(timeout_s=3.0))
-    evidence = refused(score, "timed out: the test run took longer than 3 s", "report missing")
-    assert evidence["timed_out"] is True and time.monotonic() - started < 30
+    refused(score)
+    assert time.monotonic() - started < 30
+
+
+def test_a_slow_import_scores_zero_within_the_graders_limit(session: GenericEnvClient) -> None:
+    """Sleeping at import (no CPU): each call is cut at the per-test limit, the run at its own."""
+    started = time.monotonic()
+    strict = GRADER.MiniSweGrader(timeout_s=6.0, test_timeout_s=2.0)
+    evidence = refused(plant(session, {"intervals/__init__.py": "import time\ntime.sleep(3600)\n" + INIT}, strict))
+    assert time.monotonic() - started < 30
+    assert evidence["timed_out"] or "collection errors" in evidence["reason"], evidence["reason"]
 
 
 def test_module_level_skip_is_not_a_pass(session: GenericEnvClient, grader: Any) -> None:
     code = "import pytest\npytest.skip('nothing to see', allow_module_level=True)\n"
-    evidence = refused(plant(session, {"intervals/__init__.py": code + INIT}, grader), "FAIL_TO_PASS not passed")
-    assert set(evidence["FAIL_TO_PASS"].values()) <= {"skipped", "not run"}
+    evidence = refused(plant(session, {"intervals/__init__.py": code + INIT}, grader))
+    assert set(evidence["FAIL_TO_PASS"].values()) <= {"skipped", "not run", "error"}
+
+
+# --- against the new design: the worker reaching for the trusted side -----------------------------
+
+REACH_OUT = (
+    "import ctypes, json, os, signal\n"
+    "_seen = {'pid': os.getpid(), 'ppid': os.getppid(), 'procs': {}, 'fds': {}, 'killed': [], 'traced': [],\n"
+    "         'uid': os.getuid()}\n"
+    "for _pid in os.listdir('/proc'):\n"
+    "    if not _pid.isdigit():\n"
+    "        continue\n"
+    "    try:\n"
+    "        _seen['procs'][_pid] = open(f'/proc/{_pid}/cmdline', 'rb').read().replace(b'\\0', b' ').decode()[:120]\n"
+    "    except OSError as e:\n"
+    "        _seen['procs'][_pid] = type(e).__name__\n"
+    "for _fd in os.listdir('/proc/self/fd'):\n"
+    "    try:\n"
+    "        _seen['fds'][_fd] = os.readlink(f'/proc/self/fd/{_fd}')\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "_libc = ctypes.CDLL(None, use_errno=True)\n"
+    "for _pid in list(_seen['procs']):\n"
+    "    if int(_pid) in (os.getpid(),):\n"
+    "        continue\n"
+    "    if _libc.ptrace(16, int(_pid), 0, 0) == 0:  # PTRACE_ATTACH\n"
+    "        _seen['traced'].append(_pid)\n"
+    "        _libc.ptrace(17, int(_pid), 0, 0)\n"
+    "for _pid in range(2, 40000):  # signals to every pid of the host's range\n"
+    "    if _pid == os.getpid():\n"
+    "        continue\n"
+    "    try:\n"
+    "        os.kill(_pid, 0)\n"
+    "        _seen['killed'].append(_pid)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "_summary = {'procs': len(_seen['procs']), 'commands': ' '.join(_seen['procs'].values())[:400],\n"
+    "            'traced': _seen['traced'], 'signalled': _seen['killed'][:10], 'uid': _seen['uid'],\n"
+    "            'fds': sorted(set(_seen['fds'].values()))[:10]}\n"
+    "_report = 'SE' + 'EN<' + json.dumps(_summary) + '>'\n"
+    "def merge(intervals):\n"
+    "    raise RuntimeError(_report)\n"
+)
+
+
+def test_the_worker_sees_no_trusted_process_and_no_descriptor_of_it(session: GenericEnvClient, grader: Any) -> None:
+    """The package's code looks for the trusted pytest: /proc, ptrace, signals, inherited fds."""
+    evidence = refused(plant(session, {"intervals/__init__.py": INIT + "\n" + REACH_OUT}, grader))
+    assert evidence["report"] == "complete"
+    failure = evidence["details"]["tests/test_nested.py::test_nested_interval"]
+    found = re.search(r"SEEN<(\{.*?\})>", failure)
+    assert found, failure
+    seen = json.loads(found.group(1))
+    commands = seen["commands"]
+    assert "pytest" not in commands and "openenv" not in commands and "uvicorn" not in commands, seen
+    assert seen["procs"] <= 3, seen  # the sandbox's own: its init and the worker
+    assert seen["traced"] == [] and seen["uid"] != 0
+    assert all(pid < 10 for pid in seen["signalled"]), seen  # only pids of its own namespace answer
+    assert all(t.startswith(("pipe:", "/dev/null", "/proc/")) for t in seen["fds"]), seen
+
+
+LIES = {
+    "an object whose __eq__ says yes": (
+        "class _Yes:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+        "def merge(intervals):\n    return _Yes()\n"
+    ),
+    "a list subclass whose __eq__ says yes": (
+        "class _L(list):\n    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n        return False\n"
+        "def merge(intervals):\n    return _L()\n"
+    ),
+    "a value that refers to itself": "def merge(intervals):\n    x = []\n    x.append(x)\n    return x\n",
+    "a huge value": "def merge(intervals):\n    return [0] * 5_000_000\n",
+    "an exception named AssertionError that is not one": (
+        "class AssertionError(Exception):\n    pass\n"
+        "def merge(intervals):\n    raise AssertionError('fine')\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LIES))
+def test_lying_return_values_do_not_pass(session: GenericEnvClient, grader: Any, name: str) -> None:
+    source = INIT.replace("merge, ", "") + "\n" + LIES[name]
+    evidence = refused(plant(session, {"intervals/__init__.py": source}, grader))
+    assert evidence["report"] == "complete"
+    assert evidence["FAIL_TO_PASS"]["tests/test_nested.py::test_nested_interval"] == "failed"
 
 
 # --- changing the grading's configuration or the tests ----------------------------------------------
