@@ -45,8 +45,9 @@ def test_the_agent_gets_its_task_config_and_endpoint_and_its_key_never_comes_bac
     assert run.ok, run
     out = run.stdout_tail
     assert out.startswith("Do the thing.")
-    assert 'model = "m1"\nbase_url = "http://127.0.0.1:9/v1"\nkey_from = "OPENAI_API_KEY"' in out
-    assert "url=http://127.0.0.1:9/v1 key=***" in out and "model=m1 extra=m1@http://127.0.0.1:9/v1" in out
+    # the endpoint as the sandbox reaches it: relayed in at 127.0.0.1, a port below 1024 moved up by 10000
+    assert 'model = "m1"\nbase_url = "http://127.0.0.1:10009/v1"\nkey_from = "OPENAI_API_KEY"' in out
+    assert "url=http://127.0.0.1:10009/v1 key=***" in out and "model=m1 extra=m1@http://127.0.0.1:10009/v1" in out
     assert out.rstrip().endswith("/work")  # it starts in the workspace
     assert KEY not in out + run.stderr_tail and run.stderr_tail.strip() == "***"
     assert KEY not in repr(AgentLaunch.model_validate(_launch(spec)))
