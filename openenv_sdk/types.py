@@ -180,6 +180,18 @@ class WSRequest(BaseModel):
     id: str | int | None = None
 
 
+WS_REPLY_TYPE: dict[str, str] = {
+    "reset": "observation",
+    "step": "observation",
+    "state": "state",
+    "session": "session",
+    "call": "result",
+    "mcp": "mcp",
+}
+"""The `type` of the reply to each request `type` on `/ws`, read by the server and the client
+alike (`close` gets no reply; any request may get an `error` instead)."""
+
+
 class WSReply(BaseModel):
     """One message from server to client: `observation`, `state`, `mcp`, `session`, `result` or `error`."""
 

@@ -38,6 +38,7 @@ from ..providers.base import OrchestratorTokenHolder
 from ..tasks import ServedTask, TaskSplit
 from ..tools import validation_message
 from ..types import (
+    WS_REPLY_TYPE,
     Action,
     CallToolAction,
     CallToolObservation,
@@ -80,15 +81,6 @@ logger = logging.getLogger("openenv_sdk.client")
 ActT = TypeVar("ActT", bound=Action)
 ObsT = TypeVar("ObsT", bound=Observation)
 StateT = TypeVar("StateT", bound=State)
-
-_REPLY_TYPE = {
-    "reset": "observation",
-    "step": "observation",
-    "state": "state",
-    "session": "session",
-    "call": "result",
-    "mcp": "mcp",
-}
 
 _ENDS_CONNECTION = frozenset({"CAPACITY_REACHED", "SESSION_ERROR"})
 """Error codes after which the server closes the WebSocket (capacity at connect, idle reaper)."""
@@ -486,7 +478,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
             if error.code in _ENDS_CONNECTION:
                 raise ConnectionEnded(error)
             raise error
-        expected = _REPLY_TYPE[kind]
+        expected = WS_REPLY_TYPE[kind]
         if reply_type != expected:
             raise TransportError(f"Expected a {expected!r} reply to {kind!r}, got {reply_type!r}: {text[:200]!r}")
         return data

@@ -26,11 +26,11 @@ from ._config import ServerConfig
 from ._gc import serving_gc
 from ._http import protocol_error_response, router
 from ._limits import BodyLimitMiddleware
+from ._manager import SessionManager
 from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._metrics import ServerMetrics
 from ._metrics import router as metrics_router
 from ._protocol import ProtocolError
-from ._session import SessionManager
 from ._state import ServerState
 from ._tasks import router as tasks_router
 from ._tracing import TracingMiddleware
@@ -108,17 +108,7 @@ def create_app(
     from_environ = take_token_from_environ()  # removed either way: no child process inherits it
     if config.orchestrator_token is None and from_environ:
         config = config.model_copy(update={"orchestrator_token": SecretStr(from_environ)})
-    max_sessions = config.max_sessions if env.SUPPORTS_CONCURRENT_SESSIONS else 1
-    sessions = SessionManager(
-        factory or env,
-        max_sessions=max_sessions,
-        idle_timeout_s=config.idle_timeout_s,
-        tool_timeout_s=config.tool_timeout_s,
-        unreset_grace_s=config.unreset_grace_s,
-        max_abandoned_threads=config.max_abandoned_threads,
-        max_transcript_bytes=config.max_transcript_bytes,
-        max_tool_result_bytes=config.max_tool_result_bytes,
-    )
+    sessions = SessionManager(config, factory or env, concurrent=env.SUPPORTS_CONCURRENT_SESSIONS)
     state = ServerState(
         env_cls=env,
         config=config,

@@ -52,7 +52,7 @@ def build_mcp_server(state: ServerState) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         session = _bound_session(state, ctx.request)
         try:
-            outcome = await session.call_tool(params.name, params.arguments or {}, source="mcp")
+            outcome = await session.mcp_tool_call(params.name, params.arguments or {})
         except ProtocolError as e:
             raise MCPError(INVALID_PARAMS, e.message, data={"code": e.code.value}) from e
         return types.CallToolResult.model_validate(outcome.mcp_result())

@@ -114,7 +114,7 @@ async def handle_jsonrpc(
                 data={"code": ErrorCode.SESSION_REQUIRED.value},
             )
         try:
-            outcome = await session.call_tool(name, arguments, source="mcp")
+            outcome = await session.mcp_tool_call(name, arguments)
         except ProtocolError as e:
             return _error(INVALID_PARAMS, e.message, rid, data={"code": e.code.value})
         result = outcome.mcp_result()

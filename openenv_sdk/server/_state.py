@@ -9,7 +9,7 @@ from typing import Any
 from ..environment import Environment
 from ..types import MetadataResponse, SchemaResponse
 from ._config import ServerConfig
-from ._session import SessionManager
+from ._manager import SessionManager
 
 __all__ = ["ServerState"]
 

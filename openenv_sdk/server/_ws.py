@@ -17,7 +17,7 @@ from pydantic_core import to_json
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from .. import tracing
-from ..types import ErrorCode, SessionInfo, WSRequest
+from ..types import WS_REPLY_TYPE, ErrorCode, SessionInfo, WSRequest
 from ._limits import check_json_text
 from ._mcp_compat import handle_jsonrpc
 from ._protocol import ProtocolError
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("openenv_sdk.server")
 
 __all__ = ["serve_websocket"]
-
-_REPLY_TYPE = {"reset": "observation", "step": "observation", "state": "state", "mcp": "mcp", "session": "session"}
 
 
 def _dump(kind: str, data: Any, request_id: str | int | None) -> str:
@@ -130,8 +128,7 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
             name = body.get("name")
             if not isinstance(name, str):
                 raise ProtocolError(ErrorCode.VALIDATION_ERROR, "call needs data.name (the orchestrator call)")
-            result = await session.call(name, body.get("arguments"))
-            return _dump("result", {"name": name, "result": result}, request.id), False
+            data = {"name": name, "result": await session.call(name, body.get("arguments"))}
         else:
             raise ProtocolError(
                 ErrorCode.UNKNOWN_TYPE,
@@ -139,7 +136,7 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
             )
     except ProtocolError as e:
         return _dump("error", e.payload(), request.id), False
-    return _dump(_REPLY_TYPE[kind], data, request.id), False
+    return _dump(WS_REPLY_TYPE[kind], data, request.id), False
 
 
 def _salvage_id(text: str) -> str | int | None:

@@ -37,7 +37,8 @@ def open_session(client: TestClient) -> tuple[dict[str, str], str, Session]:
 
 def call_tool(client: TestClient, session: Session, name: str, arguments: dict[str, Any], source: str) -> Any:
     assert client.portal is not None
-    return client.portal.call(functools.partial(session.call_tool, name, arguments, source=source))
+    verb = {"mcp": session.mcp_tool_call, "step": session.step_tool_call}[source]
+    return client.portal.call(functools.partial(verb, name, arguments))
 
 
 def test_a_failing_tool_is_an_outcome_with_a_typed_error(client: TestClient) -> None:
