@@ -16,7 +16,8 @@ runs it to completion under the sandbox's limits (killed after its timeout), and
 Network: the program reaches its model endpoint and nothing else of the host. An `http://`
 `base_url` is relayed into the command's own network namespace at `127.0.0.1:<port>` (the
 program is given that URL; `openenv_sdk.sandbox` forwards it to the one address the launch
-named); an `https://` one goes through the allowlist proxy with only its host on the list. The
+named); an `https://` one to a name goes through the allowlist proxy with only its host on the
+list (to `localhost` or an address, it is relayed like `http://`). The
 install command reaches only the spec's `install_allow` hosts, the files written before reach
 nothing. Environments pass `network=True` to `Sandbox.run` in `agent_exec`, which adds the
 phase's egress (`openenv_sdk.sandbox.launch_egress`) to the sandbox's own.
@@ -118,20 +119,19 @@ class AgentHost:
 def model_egress_of(base_url: str) -> tuple[Egress, str]:
     """What an agent program needs to reach its model endpoint, and the URL it uses for it.
 
-    `http://`: the endpoint relayed to `127.0.0.1:<port>` in the sandbox (the URL rewritten to
-    it). `https://`: its host through the allowlist proxy, pinned to the address it has here
-    (the orchestrator chose it; the proxy would refuse an internal one otherwise); the URL kept,
-    so TLS checks the real name. Under the opt-out there are no namespaces: the URL is kept.
+    `http://`, or `https://` to `localhost` or an address: the endpoint relayed to
+    `127.0.0.1:<port>` in the sandbox (the URL rewritten to it; `localhost` kept). `https://` to
+    a name: its host through the allowlist proxy, pinned to the address it has here (the
+    orchestrator chose it; the proxy would refuse an internal one otherwise), the URL kept, so
+    TLS checks the real name. Under the opt-out there are no namespaces: the URL is kept.
     """
     parts = urlsplit(base_url)
     host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
     if isolation_mode() is Isolation.NONE:
         return Egress(), base_url
-    if parts.scheme == "http":
+    if parts.scheme == "http" or host == "localhost" or is_ip_literal(host):
         endpoint, inside = relay_url(base_url)
         return Egress(endpoints=(endpoint,)), inside
-    if is_ip_literal(host):
-        raise ValueError(f"an https:// base_url must name its host (the proxy admits names only), got {base_url!r}")
     try:
         address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
     except OSError as e:

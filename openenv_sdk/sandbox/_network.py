@@ -135,18 +135,20 @@ def inside_port(port: int) -> int:
 
 
 def relay_url(url: str) -> tuple[Endpoint, str]:
-    """The endpoint an `http://` URL names and the URL as a sandboxed command reaches it
-    (`http://127.0.0.1:<inside_port(port)>/...`).
+    """The endpoint an `http(s)://` URL names and the URL as a sandboxed command reaches it:
+    `127.0.0.1:<inside_port(port)>` (`localhost` stays `localhost`, which the sandbox's
+    `/etc/hosts` maps to 127.0.0.1, so a certificate for it still matches).
 
     Raises:
-        ValueError: not an `http://` URL with a host (an `https://` one goes through the allowlist).
+        ValueError: not an `http://` or `https://` URL with a host.
     """
     parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"only an http:// URL with a host can be relayed, got {url!r}")
-    endpoint = Endpoint(host=parts.hostname, port=parts.port or 80)
-    inside = f"127.0.0.1:{inside_port(endpoint.port)}"
-    return endpoint, urlunsplit(("http", inside, parts.path, parts.query, parts.fragment))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"only an http:// or https:// URL with a host can be relayed, got {url!r}")
+    endpoint = Endpoint(host=parts.hostname, port=parts.port or (443 if parts.scheme == "https" else 80))
+    name = "localhost" if parts.hostname == "localhost" else "127.0.0.1"
+    inside = f"{name}:{inside_port(endpoint.port)}"
+    return endpoint, urlunsplit((parts.scheme, inside, parts.path, parts.query, parts.fragment))
 
 
 # --- an agent launch's egress ---------------------------------------------------------------

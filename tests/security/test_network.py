@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from openenv_sdk.agents import AgentLaunch, AgentRun, AgentSpec
+from openenv_sdk.agents.host import model_egress_of
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.manifest import Manifest
 from openenv_sdk.sandbox import Egress, Endpoint, Sandbox, SandboxLimits
@@ -192,6 +193,37 @@ def test_tool_commands_have_no_network(terminal: GenericEnvClient, model_api: in
     terminal.reset(task_id="clean_tmp_files")
     out = terminal.call_tool("bash", command=f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {model_api}), timeout=3)\" 2>&1 | tail -1")
     assert "Connection refused" in str(out)
+
+
+def test_the_endpoint_relay_goes_to_its_endpoint_whatever_the_bytes_say(model_api: int, other_port: int) -> None:
+    """Through the relayed model endpoint, a command asks for another host port (CONNECT, an absolute URL, a Host header): every byte still lands on the model endpoint."""
+    endpoint, inside = model_egress_of(f"http://127.0.0.1:{model_api}/v1")
+    port = int(inside.split(":")[2].split("/")[0])
+    script = (
+        "import socket\n"
+        f"for req in (b'CONNECT 127.0.0.1:{other_port} HTTP/1.1\\r\\n\\r\\n', b'GET http://127.0.0.1:{other_port}/ HTTP/1.1\\r\\nHost: 127.0.0.1:{other_port}\\r\\nConnection: close\\r\\n\\r\\n'):\n"
+        f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=5); s.sendall(req); print(s.recv(200)); s.close()\n"
+    )
+    with Sandbox(limits=SandboxLimits(timeout_s=30), name="net-relay") as sandbox:
+        result = sandbox.run(["python3", "-c", script], network=endpoint)
+    assert result.exit_code == 0, result.stderr
+    first, second = result.stdout.splitlines()
+    assert "501" in first and "Unsupported method ('CONNECT')" in first  # the model API's own answer
+    assert "HTTP/1.0 501" in first and "HTTP/1.0 200" in second and "application/json" in second  # the model API answered both
+
+
+def test_model_endpoints_map_to_what_the_sandbox_reaches() -> None:
+    """The launch's base_url, as the agent program gets it: http and https to localhost or an address relayed, https to a name through the proxy; a name is never relayed as an address the agent picks."""
+    egress, url = model_egress_of("http://10.88.0.1:8123/v1")
+    assert (egress.endpoints, egress.allow, url) == ((Endpoint(host="10.88.0.1", port=8123),), (), "http://127.0.0.1:8123/v1")
+    egress, url = model_egress_of("https://localhost:443/v1")
+    assert (egress.endpoints, url) == ((Endpoint(host="localhost", port=443),), "https://localhost:10443/v1")
+    egress, url = model_egress_of("http://trainer.internal:80/v1")
+    assert (egress.endpoints, url) == ((Endpoint(host="trainer.internal", port=80),), "http://127.0.0.1:10080/v1")
+    name = socket.gethostname()
+    egress, url = model_egress_of(f"https://{name}/v1")
+    assert (egress.endpoints, egress.allow, url) == ((), (f"{name}:443",), f"https://{name}/v1")
+    assert egress.pins[name.lower()] == socket.getaddrinfo(name, 443, type=socket.SOCK_STREAM)[0][4][0]
 
 
 # --- the allowlist proxy, per phase ------------------------------------------------------------
