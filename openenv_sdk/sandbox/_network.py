@@ -42,12 +42,15 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._allowlist import parse_allow
+
+if TYPE_CHECKING:
+    from ..manifest import Network as ManifestNetwork
 
 __all__ = ["Egress", "EgressPlan", "Endpoint", "current_launch_egress", "egress_plan", "launch_egress", "relay_url"]
 
@@ -121,7 +124,7 @@ class Egress(BaseModel):
         return out, proxy
 
     @classmethod
-    def from_manifest(cls, section: Any, *, phase: Literal["agent", "grading"]) -> Egress:
+    def from_manifest(cls, section: ManifestNetwork, *, phase: Literal["agent", "grading"]) -> Egress:
         """The egress a manifest's `network` section gives a phase: `agent` (tool commands and
         agent programs) its `allow`, `grading` its `grading_allow`."""
         hosts = section.allow if phase == "agent" else section.grading_allow
@@ -292,7 +295,7 @@ def _start_proxy(allow: tuple[str, ...], pins: Mapping[str, str]) -> _Proxy:
         sys.executable, "-m", "openenv_sdk.sandbox._egress_proxy",
         "--unix-socket-path", str(folder / "proxy.sock"),
         "--plugins", "openenv_sdk.sandbox._proxy_plugin.AllowlistPlugin",
-        "--num-acceptors", "1", "--num-workers", "1", "--log-level", "WARNING",
+        "--num-acceptors", "1", "--num-workers", "1", "--log-level", "ERROR",  # not a line per refusal
     ]  # fmt: skip
     with open(log, "wb") as out:
         process = subprocess.Popen(
