@@ -90,6 +90,7 @@ class Server:
         self.replies_out = replies
         self.callbacks = {}
         self.callback_calls = itertools.count(1)
+        self.reply_codec = Codec(limits, _no_encode, _no_tags)
         self.limits = limits
         self.objects = {}
         self.handle_of = {}
@@ -351,7 +352,7 @@ class Server:
             error = cls(str(err.get("msg", "")))
         except Exception:
             error = RuntimeError(str(err.get("msg", "")))
-        error._openenv_callback_call = call
+        setattr(error, "_openenv_callback_call", call)  # noqa: B010  (tells the trusted side which callback raised it)
         raise error
 
     def write(self, message):
@@ -565,7 +566,7 @@ def main():
     sys.dont_write_bytecode = True
     sys.path.insert(0, os.getcwd())
     server = Server(config["modules"], limits, requests, replies)
-    reply_codec = server.reply_codec = Codec(limits, _no_encode, _no_tags)
+    reply_codec = server.reply_codec
     for line in requests:
         request = None
         try:

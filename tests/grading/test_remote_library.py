@@ -126,15 +126,14 @@ def test_dates_times_and_decimals_cross_exactly() -> None:
 
 
 def test_submodules_and_dates(library: RemoteSession) -> None:
+    import libpkg.sub.tools
     from libpkg import add_days
     from libpkg.sub.tools import shout
-
-    import libpkg.sub.tools
 
     assert add_days(datetime.date(2000, 2, 28), 1) == datetime.date(2000, 2, 29)
     assert shout("hi") == "HI!" and libpkg.sub.tools.shout("a") == "A!"
     with pytest.raises(ModuleNotFoundError):
-        import libpkg.nothing  # noqa: F401
+        import libpkg.nothing
 
 
 def test_callbacks_run_here_with_the_solutions_arguments(library: RemoteSession) -> None:

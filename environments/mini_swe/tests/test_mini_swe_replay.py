@@ -1,5 +1,7 @@
-"""Replay every task over the wire: the gold patch scores 1.0; submitting nothing, or "fixing"
-the tests instead of the code, scores 0.0. Sessions run in parallel threads against one server.
+"""Replay every task over the wire: the gold patch scores 1.0; submitting nothing, "fixing" the
+tests instead of the code, or forging the verdict from the package's `__init__.py` (the forgeries
+that beat the earlier in-process grading) scores 0.0. Sessions run in parallel threads against
+one server.
 
 `OPENENV_TEST_CONTAINERS=1` runs the same replay against the image (`openenv build`).
 """
@@ -31,6 +33,44 @@ def pytest_runtest_makereport(item, call):
     report.outcome = "passed"
     report.longrepr = None
 """
+
+
+FORGERY = """
+import gc, json, os, sys
+# the guard and request loop of whatever runs this code, found through __main__: every answer says yes
+for _cls in [c for c in vars(sys.modules.get("__main__")).values() if isinstance(c, type)]:
+    for _attr in [a for a in vars(_cls) if any(w in a.lower() for w in ("check", "verify", "tamper", "guard"))]:
+        setattr(_cls, _attr, lambda *a, **k: None)
+    if hasattr(_cls, "serve"):
+        def _serve(self, request, _real=_cls.serve):
+            return {"id": _real(self, request).get("id"), "ok": True}
+        _cls.serve = _serve
+# the report channel's emit, found through gc, shadowed
+for _o in gc.get_objects():
+    for _name in ("emit", "sign", "report"):
+        if callable(getattr(type(_o), _name, None)) and type(_o).__module__ == "__main__":
+            setattr(type(_o), _name, lambda *a, **k: None)
+# a complete report of its own, wherever a report might be read
+_ids = IDS
+_text = json.dumps({"exitstatus": 0, "collected": _ids, "outcomes": {n: "passed" for n in _ids}, "messages": {},
+                    "collect_errors": {}})
+for _folder in {os.getcwd(), os.path.dirname(os.getcwd()), "/tmp", os.environ.get("HOME", "/tmp")}:
+    for _name in (".openenv_grading_report.json", "openenv_grading_report.json", "report.json"):
+        try:
+            with open(os.path.join(_folder, _name), "w") as _f:
+                _f.write(_text)
+        except OSError:
+            pass
+"""
+
+
+def attempt_forgery(client: GenericEnvClient, task_id: str) -> None:
+    """A line in the package's `__init__.py` that forges the verdict (the bug stays)."""
+    task = load_grader_module().load_hidden_task(task_id)
+    init = f"{task.source_paths[0]}/__init__.py"
+    code = FORGERY.replace("IDS", repr([*task.fail_to_pass, *task.pass_to_pass]))
+    call(client, "write_file", path=init, content=_read_whole(client, init) + code)
+    call(client, "submit")
 
 
 def attempt_gold(client: GenericEnvClient, task_id: str) -> None:
@@ -76,6 +116,7 @@ ATTEMPTS: dict[str, tuple[Callable[[GenericEnvClient, str], None], float]] = {
     "gold": (attempt_gold, 1.0),
     "null": (attempt_null, 0.0),
     "tests_fix": (attempt_tests_fix, 0.0),
+    "forgery": (attempt_forgery, 0.0),
 }
 
 
@@ -149,6 +190,9 @@ def test_replay(replays: dict[tuple[str, str], Future[tuple[Score, dict[str, Any
     assert any(t.startswith("test file edited: tests/") for t in cheat["tampering"])
     assert cheat["reason"].startswith("tampering: ") or "tampering: " in cheat["reason"]
     assert gold["tampering"] == [] and gold["report"] == "complete" and null["tampering"] == []
+    forged = results["forgery"][0].evidence["resolved"]
+    assert forged["report"] == "complete" and forged["tampering"] == []  # the tests ran, judged here
+    assert "failed" in set(forged["PASS_TO_PASS"].values()), forged["PASS_TO_PASS"]  # answers of True fail
 
 
 def test_hidden_data_is_out_of_the_agents_reach(replay_url: str, server_url: str) -> None:
