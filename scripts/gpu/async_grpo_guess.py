@@ -8,12 +8,15 @@ a small --gpu-memory-utilization) runs on the same GPU. This script:
 1. loads SmolLM2-135M-Instruct from --model-dir, gives it the tool-calling template and runs a short
    SFT warm-up on randomly played games (format only, see openenv_trainers.guess_task); saves it;
 2. serves examples/guess in a local process (EnvSource(env_dir=...), i.e. `openenv serve`);
-3. trains with AsyncGRPOTrainer(rollout_worker=EnvRolloutWorker(... CompletionsClient(vLLM) ...),
-   weight_transfer=VLLMReloadWeightTransfer(...)), tree attention on SDPA (no FA3 kernel here);
+3. trains with ISAsyncGRPOTrainer (TRL's AsyncGRPOTrainer logging the sampler-trainer mismatch per step,
+   `logprob_diff/{mean,max}`, and honouring TRL's importance-sampling correction, --is-correction) with
+   rollout_worker=EnvRolloutWorker(... CompletionsClient(vLLM) ..., generation paced to training unless
+   --pacing off), weight_transfer=VLLMReloadWeightTransfer(...)), tree attention on SDPA (no FA3 kernel here);
 4. around every --probe-every-th weight sync, samples probe completions from vLLM and compares their
    logprobs with the trainer's forward pass at every sampled (mask-1) position, before the sync
    (server one version behind) and after it (same weights);
-5. writes run.json (per-step logs, throughput, sync timings, probes) and reward_curve.png to --out.
+5. writes run.json (per-step logs, throughput, sync timings, probes; `generated`, `dropped_stale` (the worker's
+   and TRL's), `stale_fraction`, the pacing counters, and the per-step mismatch `logprob_diff`) to --out.
 """
 
 from __future__ import annotations
@@ -114,6 +117,17 @@ def main() -> None:
     p.add_argument("--inflight", type=int, default=64)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--probe-every", type=int, default=5)
+    p.add_argument("--pacing", choices=["on", "off"], default="on",
+                   help="on: the worker starts a group only if the trainer will take it before it is stale "
+                        "(openenv_trainers.pacing); off: only the static limits (--inflight, buffer 512)")
+    p.add_argument("--is-correction", choices=["on", "off"], default="on",
+                   help="TRL's vllm_importance_sampling_correction (GRPOConfig's default: on)")
+    p.add_argument("--is-mode", default="sequence_mask",
+                   choices=["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"])
+    p.add_argument("--is-cap", type=float, default=3.0, help="vllm_importance_sampling_clip_max")
+    p.add_argument("--keep-zero-variance", action="store_true",
+                   help="train on groups whose rewards are all equal (zero advantages); for the CPU smoke check, "
+                        "whose tiny model never solves a game")
     p.add_argument("--time-limit-s", type=float, default=0, help="stop training after this many seconds (0: off)")
     p.add_argument("--transfer", choices=["reload", "nccl"], default="reload",
                    help="reload: one GPU shared with vLLM, weights through /dev/shm (VLLMReloadWeightTransfer); "
@@ -133,16 +147,18 @@ def main() -> None:
     import transformers
     import trl
     from openenv_trainers import EnvRolloutWorker, EnvSource, WorkerConfig
+    from openenv_trainers.advantages import GroupFilter
+    from openenv_trainers.async_grpo import ISAsyncGRPOConfig, ISAsyncGRPOTrainer
     from openenv_trainers.chat import tool_schemas, use_tool_chat_template
     from openenv_trainers.episode import EpisodeConfig
     from openenv_trainers.generation import CompletionsClient
     from openenv_trainers.generation.base import SamplingParams
     from openenv_trainers.guess_task import ENV_DIR, guess_messages, guess_rows, warmup_conversations
+    from openenv_trainers.pacing import PacingConfig
     from openenv_trainers.tree_attention import use_sdpa_tree_attention
     from openenv_trainers.vllm_sync import VLLMReloadWeightTransfer
     from openenv_trainers.warmup import assistant_labels, sft_warmup
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 
     cuda = not args.smoke
     versions = {"torch": torch.__version__, "cuda": torch.version.cuda, "transformers": transformers.__version__,
@@ -203,6 +219,8 @@ def main() -> None:
             episode=EpisodeConfig(sampling=SamplingParams(max_tokens=48, temperature=args.temperature),
                                   max_turns=7, max_completion_tokens=640),
             episode_timeout_s=120,
+            pacing=PacingConfig(enabled=args.pacing == "on"),
+            group_filter=GroupFilter(drop_zero_variance=not args.keep_zero_variance),
         ),
     )
     totals = {"episodes": 0, "env_s": 0.0, "episode_s": 0.0, "generation_s": 0.0, "reward_sum": 0.0}
@@ -354,7 +372,8 @@ def main() -> None:
         def on_log(self, a, state, control, logs=None, **kw):
             if logs:
                 step_log.append({"step": state.global_step, "logs": {k: v for k, v in logs.items() if isinstance(v, (int, float))}})
-                keys = ["reward", "worker/reward_mean", "perf/weight_sync_s", "kl", "ratio"]
+                keys = ["reward", "worker/reward_mean", "perf/weight_sync_s", "kl", "ratio", "logprob_diff/mean",
+                        "logprob_diff/max", "worker/stale_fraction", "perf/rollout_wait_s"]
                 log(f"step {state.global_step}", {k: round(logs[k], 4) for k in keys if k in logs})
 
     use_sdpa_tree_attention()
@@ -362,19 +381,21 @@ def main() -> None:
         import trl.experimental.async_grpo.async_grpo_trainer as agt
 
         agt.get_peak_flops_per_device = lambda *a, **k: 1e12
-    config = AsyncGRPOConfig(
+    config = ISAsyncGRPOConfig(
         output_dir=str(work / "trainer"), max_steps=args.steps, learning_rate=args.lr,
         per_device_train_batch_size=8, gradient_accumulation_steps=args.grad_accum, token_budget=args.token_budget,
         num_generations=args.num_generations, max_completion_length=640, temperature=args.temperature,
         max_staleness=args.max_staleness, vllm_server_base_url=args.vllm_url, logging_steps=1, report_to=[],
         save_strategy="no", bf16=cuda, use_cpu=not cuda, dtype="float32", heartbeat_stale_after_s=300, lr_scheduler_type="constant",
+        vllm_importance_sampling_correction=args.is_correction == "on", vllm_importance_sampling_mode=args.is_mode,
+        vllm_importance_sampling_clip_max=args.is_cap,
     )
     from datasets import Dataset
 
     # The worker draws its own tasks (`rows`); TRL wants a dataset anyway (it only sizes epochs with it,
     # and max_steps > 0 turns that off), so it gets a placeholder.
     placeholder = Dataset.from_dict({"prompt": [guess_messages()] * 8})
-    trainer = AsyncGRPOTrainer(model=str(init_dir), args=config, train_dataset=placeholder, processing_class=tokenizer,
+    trainer = ISAsyncGRPOTrainer(model=str(init_dir), args=config, train_dataset=placeholder, processing_class=tokenizer,
                                rollout_worker=worker, weight_transfer=transfer, callbacks=[Recorder()])
     if transfer is None:
         transfer = TimedTransfer(trainer.weight_transfer, before, after)
@@ -393,11 +414,28 @@ def main() -> None:
         error = repr(e)
     train_s = time.monotonic() - t
     worker_counters = dict(worker.counters)
+    pacing = worker.pacing.metrics()
     try:
         worker.stop()
     except Exception:
         pass
+    logged = [s["logs"] for s in step_log if "logs" in s]
+    trainer_dropped = sum(lg.get("sample/dropped_stale_total", 0.0) or 0.0 for lg in logged)
+    dropped_stale = worker_counters["dropped_stale"] + trainer_dropped
+    mismatch = [{"step": s["step"], "mean": s["logs"]["logprob_diff/mean"], "max": s["logs"].get("logprob_diff/max"),
+                 "is_ratio_mean": s["logs"].get("sampling/importance_sampling_ratio/mean"),
+                 "is_masked_frac": s["logs"].get("sampling/is_masked_frac"),
+                 "staleness_mean": s["logs"].get("sample/staleness_mean")}
+                for s in step_log if "logs" in s and "logprob_diff/mean" in s["logs"]]
     result = {
+        "generated": worker_counters["generated"], "dropped_stale": dropped_stale,
+        "dropped_stale_worker": worker_counters["dropped_stale"], "dropped_stale_trainer": trainer_dropped,
+        "stale_fraction": dropped_stale / worker_counters["generated"] if worker_counters["generated"] else None,
+        "admitted_groups": worker_counters["admitted"], "paused_s": pacing["worker/paused_s"], "pacing": pacing,
+        "trainer_wait_s": sum(lg.get("perf/rollout_wait_s", 0.0) or 0.0 for lg in logged),
+        "logprob_diff": mismatch,
+        "logprob_diff_mean": (sum(m["mean"] for m in mismatch) / len(mismatch)) if mismatch else None,
+        "logprob_diff_max": max((m["max"] for m in mismatch if m["max"] is not None), default=None),
         "versions": versions, "args": vars(args), "error": error, "train_s": train_s, "warmup_s": warmup_s,
         "warmup_losses": losses, "totals": totals, "sampled_tokens": backend.tokens, "requests": backend.requests,
         "worker_counters": worker_counters, "sync_timings": transfer.timings, "probes": probes, "steps": step_log,
@@ -405,7 +443,8 @@ def main() -> None:
     }
     (out / "run.json").write_text(json.dumps(result, indent=1, default=str))
     log("done; train_s", round(train_s, 1), "episodes", totals["episodes"], "sampled tokens", backend.tokens,
-        "error", error)
+        "generated", result["generated"], "dropped_stale", dropped_stale, "stale_fraction", result["stale_fraction"],
+        "logprob_diff mean/max", result["logprob_diff_mean"], result["logprob_diff_max"], "error", error)
     os._exit(0)
 
 
