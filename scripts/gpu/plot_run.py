@@ -1,6 +1,11 @@
-"""Summarise a run.json of async_grpo_guess.py: the figures for docs/training.md and the reward plot.
+"""Summarise a run.json of async_grpo_guess.py: the figures for docs/training.md and the plots.
 
-    python scripts/gpu/plot_run.py run.json docs/img/async_grpo_guess_reward.png
+    python scripts/gpu/plot_run.py run.json docs/img/async_grpo_guess_reward.png [docs/img/..._mismatch.png]
+    python scripts/gpu/plot_run.py --compare A.json B.json [...] docs/img/compare.png   # e.g. IS on vs off
+
+The second figure of a run: the sampler-trainer mismatch per step (`logprob_diff` mean and max, the
+importance-sampling ratio) and generation against what was dropped as stale (pacing).
+`--compare` puts several runs side by side: reward (moving average), mismatch, stale fraction.
 """
 
 from __future__ import annotations
@@ -43,8 +48,20 @@ def summarise(run: dict) -> dict:
         "sync_n": len(syncs),
         "probes": run["probes"],
         "worker_counters": run["worker_counters"],
+        # pacing and the mismatch (runs from before they were recorded lack these)
+        "generated": run.get("generated"),
+        "dropped_stale": run.get("dropped_stale"),
+        "stale_fraction": run.get("stale_fraction"),
+        "admitted_groups": run.get("admitted_groups"),
+        "paused_s": run.get("paused_s"),
+        "trainer_wait_s": run.get("trainer_wait_s"),
+        "logprob_diff_mean": run.get("logprob_diff_mean"),
+        "logprob_diff_max": run.get("logprob_diff_max"),
+        "is_correction": run["args"].get("is_correction"),
+        "pacing_on": run["args"].get("pacing"),
     }
-    for key in ("kl", "ratio", "perf/weight_sync_s", "entropy"):
+    for key in ("kl", "ratio", "perf/weight_sync_s", "entropy", "perf/rollout_wait_s", "perf/step_s",
+                "sampling/importance_sampling_ratio/mean", "sampling/is_masked_frac", "sample/staleness_mean"):
         vals = [per_step[k][key] for k in steps if key in per_step[k]]
         if vals:
             out[f"{key}_mean"] = statistics.mean(vals)
@@ -101,7 +118,102 @@ def plot(run: dict, summary: dict, path: str) -> None:
     fig.savefig(path)
 
 
+def per_step(run: dict, key: str) -> list[tuple[int, float]]:
+    """(step, value) of one logged key, in step order."""
+    out: dict[int, float] = {}
+    for s in run["steps"]:
+        value = s.get("logs", {}).get(key)
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            out[s["step"]] = value
+    return sorted(out.items())
+
+
+def plot_mismatch(run: dict, path: str) -> None:
+    """The mismatch per step, and generation against stale drops (cumulative, as the worker logs them)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=120)
+    for key, style in (("logprob_diff/mean", "o-"), ("logprob_diff/max", "s--")):
+        points = per_step(run, key)
+        if points:
+            ax.plot([k for k, _ in points], [v for _, v in points], style, ms=3, lw=1, label=key)
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("|trainer - sampler| logprob (nats)")
+    ratio = per_step(run, "sampling/importance_sampling_ratio/mean")
+    if ratio:
+        rx = ax.twinx()
+        rx.plot([k for k, _ in ratio], [v for _, v in ratio], color="gray", lw=1, label="IS ratio (mean)")
+        rx.set_ylabel("IS ratio (mean)", color="gray")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    for key, label in (("worker/generated", "generated"), ("worker/dropped_stale", "dropped as stale (worker)")):
+        points = per_step(run, key)
+        if points:
+            bx.plot([k for k, _ in points], [v for _, v in points], marker="o", ms=3, lw=1, label=label)
+    bx.set_xlabel("step")
+    bx.set_ylabel("samples (cumulative)")
+    bx.grid(alpha=0.3)
+    bx.legend(fontsize=8)
+    args = run["args"]
+    fig.suptitle(
+        f"mismatch and staleness: pacing {args.get('pacing', '?')}, IS correction {args.get('is_correction', '?')} "
+        f"({args.get('is_mode', '')}), stale fraction {run.get('stale_fraction')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def plot_compare(runs: list[tuple[str, dict]], path: str) -> None:
+    """Several runs side by side: reward (5-step moving average), mean mismatch, stale fraction."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(13, 3.6), dpi=120)
+    names, fractions = [], []
+    for name, run in runs:
+        summary = summarise(run)
+        xs = [k for k, _ in summary["rewards"]]
+        ys = [v for _, v in summary["rewards"]]
+        ma = [statistics.mean(ys[max(0, i - 4): i + 1]) for i in range(len(ys))]
+        ax.plot(xs, ma, lw=2, label=name)
+        points = per_step(run, "logprob_diff/mean")
+        bx.plot([k for k, _ in points], [v for _, v in points], marker="o", ms=3, lw=1, label=name)
+        names.append(name)
+        fractions.append(run.get("stale_fraction") or 0.0)
+    ax.set_xlabel("step")
+    ax.set_ylabel("reward (5-step moving average)")
+    bx.set_xlabel("step")
+    bx.set_ylabel("logprob_diff/mean (nats)")
+    bx.set_yscale("log")
+    cx.bar(names, fractions)
+    cx.set_ylabel("dropped as stale / generated")
+    for a in (ax, bx):
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def _label(run: dict, path: str) -> str:
+    args = run["args"]
+    return f"pacing {args.get('pacing', '?')}, IS {args.get('is_correction', '?')} ({path.rsplit('/', 2)[-2] if '/' in path else path})"
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--compare":
+        *paths, out_png = sys.argv[2:]
+        loaded = [(p, json.load(open(p))) for p in paths]
+        for p, run in loaded:
+            summary = summarise(run)
+            print(p, {k: summary[k] for k in ("stale_fraction", "generated", "dropped_stale", "trainer_wait_s",
+                                             "logprob_diff_mean", "logprob_diff_max", "is_correction", "pacing_on")})
+        plot_compare([(_label(run, p), run) for p, run in loaded], out_png)
+        sys.exit(0)
     run = json.load(open(sys.argv[1]))
     summary = summarise(run)
     print(json.dumps({k: v for k, v in summary.items() if k != "rewards"}, indent=1, default=str))
@@ -110,3 +222,5 @@ if __name__ == "__main__":
         print({k: round(v, 3) for k, v in b.items()})
     if len(sys.argv) > 2:
         plot(run, summary, sys.argv[2])
+    if len(sys.argv) > 3:
+        plot_mismatch(run, sys.argv[3])
