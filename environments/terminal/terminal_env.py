@@ -41,6 +41,7 @@ import shlex
 import shutil
 import string
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,7 +54,16 @@ from openenv_sdk.grading import program_runs, trusted_git
 from openenv_sdk.grading.program_runs import ProgramRunServer
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
-from openenv_sdk.sandbox import CommandResult, Isolation, Mount, Sandbox, SandboxLimits, isolation_mode, run_command
+from openenv_sdk.sandbox import (
+    CommandResult,
+    Isolation,
+    Mount,
+    Sandbox,
+    SandboxLimits,
+    isolation_mode,
+    remove_tree,
+    run_command,
+)
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = [
@@ -262,6 +272,7 @@ def _limits() -> SandboxLimits:
         memory_bytes=settings.memory_bytes,
         max_processes=settings.max_processes,
         sandbox_user=user_name(),
+        **settings.session_bounds(),
     )
 
 
@@ -551,14 +562,28 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             return self._run_checks_in(grader, files, command, timeout_s)
 
     def _run_checks_in(self, grader: Sandbox, files: dict[str, str], command: str, timeout_s: float) -> dict[str, Any]:
-        assert self._sandbox is not None
-        check_dir = grader.make_dir("check", writable=False)
+        # The grading sandbox's own folder holds only what the agent's programs may see (the copy
+        # of the workspace, a scratch folder): the check's files, home, temp folder and tools are
+        # in a folder beside it, mounted for the check's command alone.
+        private = Path(tempfile.mkdtemp(prefix="openenv-terminal-check-", dir=grader.root.parent))
+        try:
+            os.chmod(private, 0o711)
+            return self._check_with(grader, private, files, command, timeout_s)
+        finally:
+            remove_tree(private)
+
+    def _check_with(
+        self, grader: Sandbox, private: Path, files: dict[str, str], command: str, timeout_s: float
+    ) -> dict[str, Any]:
+        assert self._sandbox is not None and self._task is not None
+        task = self._task
+        check_dir = _private_dir(grader, private, "check", writable=False)
         for name, text in files.items():
             target = check_dir / name
             target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             target.chmod(0o644)
-        home, tmp = grader.make_dir("home"), grader.make_dir("tmp")
+        home, tmp = _private_dir(grader, private, "home"), _private_dir(grader, private, "tmp")
         (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
         _give_contents(grader, home)
         # The copy is made by the server (cp -a: modes, symlinks and hard links kept, nothing
@@ -571,13 +596,16 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             return _check_result(copied, failed=["copy the workspace"])
         grader.make_dir("work")  # `cp -a` gave it the session's owner and mode
         _give_contents(grader, grader.workspace)
-        task = self._task
-        assert task is not None
         workspace = Path(task.workdir) if task.workdir else grader.workspace
         scratch = grader.make_dir("scratch")
-        _give_contents(grader, scratch)
-        tools = _grading_tools(grader)
-        mounts = [Mount(source=check_dir, writable=False), Mount(source=SDK_DIR, writable=False)]
+        tools = _grading_tools(grader, private)
+        mounts = [
+            Mount(source=check_dir, writable=False),
+            Mount(source=tools, writable=False),
+            Mount(source=home, writable=True),
+            Mount(source=tmp, writable=True),
+            Mount(source=SDK_DIR, writable=False),
+        ]
         if task.workdir:
             mounts.append(Mount(source=grader.workspace, target=workspace, writable=True))
         env = {
@@ -602,23 +630,22 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             # plugin that keeps the agent's code out of the verifier's process.
             if (check_dir / "tests").is_dir():
                 mounts.append(Mount(source=check_dir / "tests", target=Path("/tests"), writable=False))
-            mounts.append(Mount(source=grader.make_dir("logs"), target=Path("/logs"), writable=True))
+            mounts.append(Mount(source=_private_dir(grader, private, "logs"), target=Path("/logs"), writable=True))
             env["OPENENV_AGENT_DIR"] = str(workspace)
             env["PYTEST_ADDOPTS"] = "-p openenv_sdk.grading.pytest_sandboxed"
-        # The agent's programs that the check runs (`run_agent`) run through this server, each in
-        # a fresh sandbox that sees the copy of the workspace and the scratch folder only.
+        # The agent's programs that the check runs (`run_agent`) run through this server, each as
+        # a new command of the grading sandbox (a pid namespace of its own, no network) that sees
+        # the copy of the workspace and the scratch folder, never the private folder.
         programs = ProgramRunServer(
             tools / "run.sock",
+            sandbox=grader,
             folders=[
                 Mount(source=grader.workspace, target=workspace, writable=True),
                 Mount(source=scratch, writable=True),
             ],
-            limits=_limits().model_copy(update={"timeout_s": PROGRAM_TIMEOUT_S}),
-            owner=(grader.uid, grader.gid),
-            base_dir=grader.root.parent,
             max_timeout_s=PROGRAM_TIMEOUT_S,
         )
-        with programs.start(socket_owner=(grader.uid, grader.gid)):
+        with programs.start():
             result = grader.run(
                 command,
                 cwd=grader.workspace,
@@ -755,11 +782,22 @@ def _agents_dir_mounts(env: dict[str, str]) -> list[Mount]:
     return [Mount(source=Path(folder), writable=False)]
 
 
-def _grading_tools(grader: Sandbox) -> Path:
+def _private_dir(grader: Sandbox, private: Path, name: str, *, writable: bool = True) -> Path:
+    """A folder of the check's own (outside the grading sandbox's folder): the grading uid's, or
+    root's and read-only."""
+    folder = private / name
+    folder.mkdir(mode=0o755)
+    if writable:
+        grader.give(folder)
+        folder.chmod(0o700)
+    return folder
+
+
+def _grading_tools(grader: Sandbox, private: Path) -> Path:
     """A read-only folder of the grading sandbox with the client of the program-run server, the
     trusted git script, and `bin/git` (first on the check's PATH) that runs it: any `git` a check
     runs reads none of the configuration, hooks, attributes or filters the agent wrote."""
-    tools = grader.make_dir("tools", writable=False)
+    tools = _private_dir(grader, private, "tools", writable=False)
     for module in (program_runs.CLIENT_SCRIPT, Path(trusted_git.__file__)):
         (tools / module.name).write_text(module.read_text(encoding="utf-8"), encoding="utf-8")
         (tools / module.name).chmod(0o644)

@@ -7,15 +7,20 @@ and change files while later conditions are read. `ProgramRunServer` serves such
 unix socket that the check's sandbox sees; the check calls the stdlib-only client
 (`run_program.py`, `CLIENT_SCRIPT`) where it would have run the program. Each request runs:
 
-- in a new `openenv_sdk.sandbox.Sandbox` (a uid of its own, leased for the one run), in fresh
-  pid, mount, IPC, UTS and network namespaces, with no network: the check's processes are not in
-  its world, so it can neither see nor signal nor trace them;
-- seeing the system read-only and only the `folders` the server was given (the copy of the
-  workspace, a scratch folder): never the check's files, its home (with its git config) or its
-  temp folder. The folders are handed to the run's uid for the run and back to `owner` after;
-- under the sandbox's limits, with its own deadline; every process it started ends with it
-  (the sandbox is closed, which kills whatever is left of its uid), so nothing of it is left
-  when the check reads the files again.
+- as a new command of the grading `Sandbox` (`Sandbox.popen`): in fresh pid, mount, IPC, UTS and
+  network namespaces of its own, with no network: the check's processes are not in its world, so
+  it can neither see nor signal nor trace them (the check runs in another pid namespace);
+- seeing the system read-only, the sandbox's folder and the `folders` the server was given (the
+  copy of the workspace, a scratch folder), nothing else: keep the check's own files, its home
+  (with its git config) and its temp folder out of the sandbox's folder and mount them for the
+  check's command only;
+- under the sandbox's limits, with its own deadline; every process it started ends with it (its
+  pid namespace ends with its first process, or is killed at the deadline), so nothing of it is
+  left when the check reads the files again.
+
+Runs may overlap (a test's subprocess while a remote-module worker is alive): each is its own
+namespace. They run as the sandbox's uid, the check's: files pass both ways without changing
+hands; what that uid shares (its process limit) is the check's to give.
 
 Its stdout, stderr and exit code are relayed to the client, which judges them on the trusted
 side. The wire format: frames of one type byte, a 4-byte big-endian length and the payload;
@@ -41,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from openenv_sdk.grading import run_program
 from openenv_sdk.grading.run_program import read_frame, write_frame
-from openenv_sdk.sandbox import Mount, Sandbox, SandboxLimits, chown_tree
+from openenv_sdk.sandbox import Mount, Sandbox
 
 __all__ = ["CLIENT_SCRIPT", "ProgramRunServer", "RunRequest"]
 
@@ -94,31 +99,26 @@ class RunRequest(BaseModel):
 class ProgramRunServer:
     """Serves a check's requests to run the agent's programs, each in a fresh sandbox (module doc).
 
-    Requests run one at a time (the folders change hands for each). Use it as a context manager
-    around the check: `close()` stops serving and ends a run in progress.
+    Use it as a context manager around the check: `close()` stops serving and ends the runs in progress.
     """
 
     def __init__(
         self,
         socket_path: str | Path,
         *,
+        sandbox: Sandbox,
         folders: Sequence[Mount],
-        limits: SandboxLimits | None = None,
         env: Mapping[str, str] | None = None,
-        owner: tuple[int, int] | None = None,
-        base_dir: str | Path | None = None,
         max_timeout_s: float = 60.0,
         max_output_bytes: int = 1024 * 1024,
     ) -> None:
         """Args:
         socket_path: where to listen (a path the check's sandbox sees; its folder must exist).
-        folders: what each run sees besides the system (writable ones are handed to the run's uid).
-        limits: each run's limits (default `SandboxLimits()`; the request's timeout applies).
+        sandbox: the sandbox whose commands the runs are (the check's); its folder is in every run's world.
+        folders: what each run sees besides the system and the sandbox's folder, and where a run
+            may start (its `cwd` must be inside one of them).
         env: the programs' environment when the request brings none (default: PATH, LANG,
             TMPDIR=/tmp, HOME the first folder).
-        owner: `(uid, gid)` the writable folders' contents go back to after each run (the
-            check's); None: left to the run's uid (a server that is not root hands nothing).
-        base_dir: where each run's sandbox folder is made (default: the system temp dir).
         max_timeout_s: the longest a request may ask for.
         max_output_bytes: bytes relayed of stdout and of stderr each; the rest is dropped.
 
@@ -131,20 +131,18 @@ class ProgramRunServer:
             if not mount.source.is_dir():
                 raise ValueError(f"{mount.source} is not a directory")
         self.socket_path = Path(socket_path)
+        self.sandbox = sandbox
         self.folders = list(folders)
-        self.limits = limits or SandboxLimits()
         self.env = dict(env) if env is not None else {
             "PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "TMPDIR": "/tmp", "HOME": str(self._target(self.folders[0])),
         }  # fmt: skip
-        self.owner = owner
-        self.base_dir = base_dir
         self.max_timeout_s = max_timeout_s
         self.max_output_bytes = max_output_bytes
         self.runs = 0
-        self._run_lock = threading.Lock()
+        self._lock = threading.Lock()
         self._waiting = threading.BoundedSemaphore(MAX_WAITING)
         self._closed = threading.Event()
-        self._current: subprocess.Popen[bytes] | None = None
+        self._running: set[subprocess.Popen[bytes]] = set()
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
@@ -155,7 +153,9 @@ class ProgramRunServer:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self, *, socket_owner: tuple[int, int] | None = None) -> ProgramRunServer:
-        """Listen; `socket_owner` (uid, gid) alone may connect (mode 0600), else the server's user."""
+        """Listen; `socket_owner` (uid, gid) alone may connect (mode 0600); default: the sandbox's user."""
+        if socket_owner is None and self.sandbox.privileged:
+            socket_owner = (self.sandbox.uid, self.sandbox.gid)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -173,17 +173,17 @@ class ProgramRunServer:
     def close(self) -> None:
         """Stop serving; a run in progress is killed. Idempotent."""
         self._closed.set()
-        current = self._current
-        if current is not None and current.poll() is None:
-            with contextlib.suppress(OSError):
-                current.kill()
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self._listener is not None:
             self._listener.close()
             self._listener = None
-        with self._run_lock:  # the run in progress has handed the folders back
-            pass
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
 
@@ -224,11 +224,10 @@ class ProgramRunServer:
                     self._refuse(conn, str(e))
                     return
                 conn.settimeout(None)
-                with self._run_lock:
-                    if self._closed.is_set():
-                        self._refuse(conn, "the server is closing")
-                        return
-                    self._run(conn, request, cwd)
+                if self._closed.is_set():
+                    self._refuse(conn, "the server is closing")
+                    return
+                self._run(conn, request, cwd)
         finally:
             self._waiting.release()
 
@@ -249,24 +248,22 @@ class ProgramRunServer:
             write_frame(conn, b"F", json.dumps({"error": error}).encode())
 
     def _run(self, conn: socket.socket, request: RunRequest, cwd: Path) -> None:
-        self.runs += 1
-        sandbox = Sandbox(limits=self.limits, name="agent-run", base_dir=self.base_dir)
-        handed = [m for m in self.folders if m.writable]
-        tops = {m.source: os.lstat(m.source) for m in handed}
         send_lock = threading.Lock()
+        env = request.env if request.env is not None else self.env
+        argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), *request.argv]
         try:
-            for mount in handed:
-                sandbox.give(mount.source)
-            env = request.env if request.env is not None else self.env
-            argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), *request.argv]
-            proc = sandbox.popen(argv, cwd=cwd, env=BWRAP_ENV, mounts=self.folders, stderr=subprocess.PIPE)
-            self._current = proc
+            proc = self.sandbox.popen(argv, cwd=cwd, env=BWRAP_ENV, mounts=self.folders, stderr=subprocess.PIPE)
+        except (OSError, RuntimeError) as e:
+            self._refuse(conn, f"the program could not start: {e}")
+            return
+        with self._lock:
+            self.runs += 1
+            self._running.add(proc)
+        try:
             outcome = self._relay(conn, proc, request.timeout_s, send_lock)
         finally:
-            self._current = None
-            sandbox.close()  # every process of the run's uid ends here
-            for mount in handed:
-                self._hand_back(mount.source, tops[mount.source])
+            with self._lock:
+                self._running.discard(proc)
         with contextlib.suppress(OSError):
             write_frame(conn, b"Z", json.dumps(outcome).encode(), send_lock)
 
@@ -345,12 +342,3 @@ class ProgramRunServer:
         finally:
             with contextlib.suppress(OSError):
                 stdin.close()
-
-    def _hand_back(self, folder: Path, top: os.stat_result) -> None:
-        """The folder's contents to the owner, the folder itself as it was (owner and mode)."""
-        if self.owner is None or os.geteuid() != 0:
-            return
-        with contextlib.suppress(OSError):
-            chown_tree(folder, *self.owner)
-            os.chown(folder, top.st_uid, top.st_gid, follow_symlinks=False)
-            os.chmod(folder, top.st_mode & 0o7777, follow_symlinks=False)

@@ -16,30 +16,35 @@ from pathlib import Path
 import pytest
 
 from openenv_sdk.grading.program_runs import CLIENT_SCRIPT, ProgramRunServer
-from openenv_sdk.sandbox import Mount, SandboxLimits, isolation_mode
+from openenv_sdk.sandbox import Mount, Sandbox, SandboxLimits, isolation_mode
 
 
 @pytest.fixture
-def folders(tmp_path: Path) -> tuple[Path, Path, Path]:
+def check_sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    """The check's sandbox: its folder holds what programs may see (work/, scratch/)."""
     isolation_mode()  # fails with what is missing, never skips
-    work, scratch, private = tmp_path / "work", tmp_path / "scratch", tmp_path / "private"
-    for folder in (work, scratch, private):
-        folder.mkdir()
-        folder.chmod(0o755)
     tmp_path.chmod(0o755)
+    with Sandbox(limits=SandboxLimits(timeout_s=20, sandbox_user=None), name="check", base_dir=tmp_path) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture
+def folders(check_sandbox: Sandbox, tmp_path: Path) -> tuple[Path, Path, Path]:
+    work, scratch = check_sandbox.workspace, check_sandbox.make_dir("scratch")
+    private = tmp_path / "private"  # the check's own, outside the sandbox's folder
+    private.mkdir(mode=0o755)
     (private / "secret.txt").write_text("check's own\n")
+    (private / "secret.txt").chmod(0o644)
     return work, scratch, private
 
 
 @pytest.fixture
-def server(folders: tuple[Path, Path, Path], tmp_path: Path) -> Iterator[ProgramRunServer]:
+def server(check_sandbox: Sandbox, folders: tuple[Path, Path, Path], tmp_path: Path) -> Iterator[ProgramRunServer]:
     work, scratch, _ = folders
     with ProgramRunServer(
         tmp_path / "run.sock",
+        sandbox=check_sandbox,
         folders=[Mount(source=work, writable=True), Mount(source=scratch, writable=True)],
-        limits=SandboxLimits(timeout_s=20, sandbox_user=None),
-        owner=(os.getuid(), os.getgid()),
-        base_dir=tmp_path,
         max_timeout_s=20,
     ) as running:
         yield running
@@ -60,37 +65,44 @@ def test_output_exit_code_and_stdin_come_back(server: ProgramRunServer, folders:
     assert big.returncode == 0 and len(big.stdout) == 1024 * 1024  # relayed up to the limit
 
 
-def test_files_the_program_writes_are_the_checks_afterwards(server: ProgramRunServer, folders: tuple[Path, Path, Path]) -> None:
+def test_files_the_program_writes_are_the_checks_afterwards(
+    server: ProgramRunServer, check_sandbox: Sandbox, folders: tuple[Path, Path, Path]
+) -> None:
     work, scratch, _ = folders
     (work / "input.txt").write_text("data\n")
+    check_sandbox.give(work / "input.txt")
     done = run(server, scratch, "/bin/sh", "-c", f"cat {work}/input.txt > copy.txt && rm {work}/input.txt && id -u")
     assert done.returncode == 0, done.stderr
-    if os.geteuid() == 0:
-        assert int(done.stdout) != 0  # a uid of the run's own
+    assert int(done.stdout) == check_sandbox.uid  # the sandbox's uid, never root
     assert (scratch / "copy.txt").read_text() == "data\n"
     assert not (work / "input.txt").exists()
-    assert (scratch / "copy.txt").stat().st_uid == os.getuid()  # handed back
 
 
-def test_the_program_sees_neither_the_check_nor_its_files(server: ProgramRunServer, folders: tuple[Path, Path, Path]) -> None:
+def test_the_program_sees_neither_the_check_nor_its_files(
+    server: ProgramRunServer, check_sandbox: Sandbox, folders: tuple[Path, Path, Path]
+) -> None:
     work, _, private = folders
     marker = f"check-process-{os.getpid()}"
-    check = subprocess.Popen(["/bin/bash", "-c", f"exec -a {marker} sleep 30"])
+    # a process of the check: the sandbox's uid, in a sandbox command of its own
+    check = check_sandbox.popen(["/bin/bash", "-c", f"exec -a {marker} sleep 30"], mounts=[Mount(source=private)])
     try:
         probe = (
             f"cat {private}/secret.txt; echo read=$?; "
             f"for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep -c 'chec[k]-process'; "
-            f"kill -0 {check.pid}; echo kill=$?; ls /proc | grep -c '^[0-9]'"
+            f"kill -0 {check.pid} 2>/dev/null; echo kill=$?; ls /proc | grep -c '^[0-9]'"
         )
         done = run(server, work, "/bin/sh", "-c", probe)
         lines = done.stdout.decode().split()
-        assert "read=1" in lines and "kill=1" in lines, done
+        assert "read=1" in lines and "kill=1" in lines, done  # not mounted; no such process in its world
         assert lines[lines.index("read=1") + 1] == "0"  # no process of the check in its /proc
         assert int(lines[-1]) <= 6  # its own few processes only
         assert check.poll() is None
     finally:
         check.kill()
         check.wait()
+        for stream in (check.stdin, check.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def test_nothing_the_program_started_outlives_it(server: ProgramRunServer, folders: tuple[Path, Path, Path]) -> None:
@@ -116,6 +128,17 @@ def test_limits_and_refusals(server: ProgramRunServer, folders: tuple[Path, Path
     missing = run(server, work, "./no-such-program")
     assert missing.returncode != 0
     assert server.runs >= 2
+
+
+def test_runs_overlap(server: ProgramRunServer, folders: tuple[Path, Path, Path]) -> None:
+    """A long run (a remote-module worker) does not hold up another (a test's subprocess)."""
+    work = folders[0]
+    client = [sys.executable, "-I", "-S", str(CLIENT_SCRIPT), "--socket", str(server.socket_path), "--cwd", str(work)]
+    with subprocess.Popen([*client, "--timeout-s", "20", "--", "/bin/sleep", "15"], stdin=subprocess.DEVNULL) as long:
+        started = time.monotonic()
+        assert run(server, work, "/bin/echo", "meanwhile").stdout == b"meanwhile\n"
+        assert time.monotonic() - started < 5
+        long.kill()
 
 
 def test_a_client_that_dies_ends_its_run(server: ProgramRunServer, folders: tuple[Path, Path, Path]) -> None:
