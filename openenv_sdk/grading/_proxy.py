@@ -441,7 +441,7 @@ def plain(value: Any, base: str) -> Any:
     """The exact-`base` copy of an instance of a subclass of that base."""
     kind: Any = VALUE_BASES[base]
     if kind is dict:
-        return dict(value.items())
+        return dict(dict.items(value))  # the base's own items: a stand-in's `items` may be the solution's
     if kind in (str, int, float):
         return kind.__new__(kind, value) if kind is not str else str.__str__(value)
     return kind(value)

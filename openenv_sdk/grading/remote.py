@@ -50,6 +50,7 @@ import json
 import keyword
 import sys
 import threading
+import time
 import types
 import weakref
 from collections.abc import Iterable, Mapping
@@ -59,7 +60,14 @@ from typing import Any
 
 from openenv_sdk.grading._channel import Channel, Spawn, spawn_subprocess
 from openenv_sdk.grading._codec import Codec, CodecError, Limits, check_text
-from openenv_sdk.grading._errors import NotSendable, ProtocolError, SolutionImportError, StaleHandle, WorkerDied
+from openenv_sdk.grading._errors import (
+    NotSendable,
+    ProtocolError,
+    RemoteTimeout,
+    SolutionImportError,
+    StaleHandle,
+    WorkerDied,
+)
 from openenv_sdk.grading._proxy import (
     MAX_PATH,
     MIRRORS,
@@ -314,9 +322,17 @@ class RemoteSession:
         self._free.clear()
         self._unpin.clear()
         try:
-            line = channel.exchange(data, self.timeout_s)
+            # the call's time limit counts the worker's time, not our callbacks' (between exchanges)
+            budget = self.timeout_s
+            started = time.monotonic()
+            line = channel.exchange(data, budget)
             while line.startswith(b'{"cb":'):  # the solution calls one of our callables: answer, read on
-                line = channel.exchange(self._call_back(line, generation), self.timeout_s)
+                budget -= time.monotonic() - started
+                answer = self._call_back(line, generation)
+                if budget <= 0:
+                    raise RemoteTimeout(f"the solution did not answer within {self.timeout_s:g} s (callbacks aside)")
+                started = time.monotonic()
+                line = channel.exchange(answer, budget)
         except BaseException:  # a timeout, a dead worker, or an interrupt mid-call: the channel is out of step
             if self._channel is channel:
                 self._discard()

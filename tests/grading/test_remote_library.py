@@ -233,3 +233,25 @@ def test_a_callback_request_for_an_unknown_callable_ends_the_worker(tmp_path: Pa
         with pytest.raises(ProtocolError, match="unknown callable"):
             session._call_back(b'{"cb":99,"call":1,"args":[],"kwargs":[]}', session.generation)
     assert issubclass(WorkerDied, ChannelError)
+
+
+def test_a_calls_limit_counts_the_workers_time_not_the_callbacks(tmp_path: Path) -> None:
+    (tmp_path / "solution.py").write_text(
+        "def twice(fn, x):\n    return fn(fn(x))\n"
+        "def spin(fn):\n    while True:\n        fn()\n",
+        encoding="utf-8",
+    )
+    import time
+
+    from openenv_sdk.grading import RemoteTimeout
+
+    with install_remote_modules(["solution"], tmp_path, timeout_s=1.0) as session:
+        from solution import spin, twice
+
+        assert twice(lambda x: time.sleep(0.6) or x + 1, 1) == 3  # 1.2 s of callbacks: not the worker's
+        calls = []
+        started = time.monotonic()
+        with pytest.raises(RemoteTimeout):  # a worker that only calls back is still cut at its limit
+            spin(lambda: calls.append(1))
+        assert time.monotonic() - started < 5 and len(calls) > 10
+        assert twice(lambda x: x * 2, 1) == 4 and session.generation == 2
