@@ -268,6 +268,21 @@ def test_a_network_verifier_that_is_not_pytest_is_refused(env_dir: Path, tmp_pat
     ]
 
 
+def test_a_verifier_that_runs_the_agents_code_itself_is_refused(env_dir: Path, tmp_path: Path) -> None:
+    """Its reward would be the agent's to write: test.sh lines that execute the workspace's files
+    (pytest tests may: their processes run sandboxed through openenv_sdk.grading.pytest_sandboxed)."""
+    test_sh = (
+        "#!/bin/bash\ncd /app\nout=$(python3 /app/solve.py 3)\n./run.sh\n"
+        "[ \"$(cat /app/out.txt)\" = ok ] && echo 1 > /logs/verifier/reward.txt\n"
+    )
+    task = make_task(tmp_path, test_sh=test_sh)
+    assert refusal(task, env_dir) == [
+        f"tests/test.sh runs the agent's code in the verifier ({line!r}): its reward would be the agent's to "
+        f"write; run it from a pytest test (its processes run sandboxed) instead"
+        for line in ("out=$(python3 /app/solve.py 3)", "./run.sh")
+    ]
+
+
 def test_every_unmappable_part_is_listed_at_once(env_dir: Path, tmp_path: Path) -> None:
     task = make_task(
         tmp_path,
