@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import socket
 import threading
 import time
@@ -171,6 +172,44 @@ def test_an_agent_program_reaches_its_model_endpoint_and_nothing_else_of_the_hos
         pass
     with socket.socket(socket.AF_UNIX) as s:
         s.connect("\0" + abstract_socket)
+
+
+@pytest.mark.skipif(
+    os.environ.get("OPENENV_TEST_CONTAINERS") != "1",
+    reason="needs a container engine: set OPENENV_TEST_CONTAINERS=1 (after scripts/setup_container_engine.sh)",
+)
+def test_from_the_image_an_agent_program_reaches_its_model_endpoint_and_nothing_else() -> None:
+    """The same probe from the terminal image under DockerProvider: the model endpoint (on the host, through the container's gateway) answers; the server's port, the gateway's other ports, the metadata address and DNS do not."""
+    from openenv_sdk.build import build_image
+    from openenv_sdk.providers import DockerProvider
+
+    base = os.environ.get("OPENENV_BASE_IMAGE", "localhost/openenv-base:bookworm")
+    tag = build_image(TERMINAL_DIR, tag="openenv-attack-terminal:test", base_image=base, output="quiet")
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), _ModelAPI)  # the container reaches the host at its gateway
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    other = socket.socket()
+    other.bind(("0.0.0.0", 0))
+    other.listen(8)
+    try:
+        with DockerProvider(tag, startup_timeout_s=120) as provider:
+            provider.start()
+            gateway = provider.host_address
+            assert gateway is not None
+            args = {"server_port": 8000, "other_port": other.getsockname()[1], "host_ip": gateway, "abstract": "openenv-none"}
+            spec = AgentSpec(name="net-probe", files={".probe.py": PROBE}, run=f"python3 \"$HOME/.probe.py\" '{json.dumps(args)}'")
+            with GenericEnvClient(provider=provider, timeout_s=90) as env:
+                env.reset(task_id="clean_tmp_files")
+                launch = AgentLaunch(spec=spec, base_url=f"http://{gateway}:{server.server_address[1]}/v1", api_key=KEY)  # type: ignore[arg-type]
+                run = AgentRun.model_validate(env.call("run_agent", launch=launch.to_wire()))
+    finally:
+        server.shutdown()
+        server.server_close()
+        other.close()
+    assert run.ok, run
+    out = _probe_result(run.stdout_tail)
+    assert out["model"].startswith("ok 200") and '"auth": true' in out["model"], out["model"]
+    for probe in ("server_api", "other_port", "host_ip", "metadata", "dns", "udp_dns"):
+        assert out[probe].startswith("refused"), (probe, out[probe])
 
 
 def test_the_agent_program_cannot_create_a_session_on_the_server_api(terminal: GenericEnvClient) -> None:
