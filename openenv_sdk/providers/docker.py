@@ -16,7 +16,9 @@ Network policy and how the host reaches the server:
 * `bridge`: the engine's default network, full egress; the port is published on
   127.0.0.1 (or `publish_host`, e.g. a node's address that other machines reach) at a
   random host port.
-* `allowlist`: not supported by this provider (it needs an egress proxy).
+* `allowlist`: as `bridge` for the container (the server's egress proxy needs a way out);
+  sandboxed commands still reach only the manifest's `network.allow` hosts through that proxy
+  (`openenv_sdk.sandbox.Egress`), never the container's network itself.
 
 A sandboxed environment (manifest `sandbox:`) runs each agent command in bubblewrap, as root
 without a user namespace, then drops it to the session's uid with setpriv. Its container gets
@@ -123,7 +125,7 @@ class DockerProvider(Provider):
         Args:
             image: image tag or id, e.g. from `openenv_sdk.build.build_image`.
             port: the server's port inside the container; default the image's manifest `port`.
-            network: `none` (no egress) or `bridge` (egress); default the manifest's
+            network: `none` (no egress), `bridge` or `allowlist` (egress); default the manifest's
                 `network.policy`. See the module docstring.
             mem_limit: memory limit such as `"512m"`; default the manifest's `resources.memory`.
             cpus: CPU cores; default the manifest's `resources.cpus`.
