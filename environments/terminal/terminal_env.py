@@ -18,8 +18,10 @@ session's own uid, in fresh pid, mount, network, IPC and UTS namespaces, seeing 
 the Python runtime and its session folder only (`work/` the workspace, `home/`, `state/` where
 the shell is saved, `tmp/` mounted as `/tmp`), under the manifest's limits. Every process a
 command started ends with it. `run_checks` runs the check in a second, fresh sandbox (another
-uid) on a copy of the workspace, with the check files mounted read-only; the agent never sees
-them.
+uid) on a copy of the workspace, with the check files, its home and its tools in a folder beside
+it mounted for the check alone; the agent never sees them. The agent's programs a check runs go
+through `openenv_sdk.grading.program_runs` (a sandbox command of their own each), and its git
+through `openenv_sdk.grading.trusted_git` (none of the repository's config, hooks or filters).
 
 How the shell persists between calls: each call is a fresh `bash` that restores, before the
 command, what the previous call left (the working directory, exported and plain shell
@@ -535,10 +537,10 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
 
         The grading sandbox has a uid of its own. `files` (name -> text) are written to a folder
         named by `$CHECK_DIR`, mounted read-only; the copy of the workspace (`$WORKSPACE`) is the
-        check's working directory. The check's environment keeps git hooks, fsmonitor, pager and
-        replace refs of the workspace's repositories from running or applying (see
-        `CHECK_SAFETY_ENV`). The verdict is the check's exit code; its `PASS: `/`FAIL: ` lines are
-        evidence only.
+        check's working directory. The agent's programs the check runs (`run_agent` in lib.sh)
+        run through a `ProgramRunServer`, each a sandbox command of its own that sees only the
+        workspace copy and `$SCRATCH`; `git` in the check is `trusted_git`. The verdict is the
+        check's exit code; its `PASS: `/`FAIL: ` lines are evidence only.
 
         Returns:
             `exit_code`, `timed_out`, `passed` and `failed` (the check's `PASS: `/`FAIL: ` lines),
