@@ -12,6 +12,11 @@ controller, `memory` and `pids`). Under v2, a cgroup that holds processes cannot
 to its children ("no internal processes"): when the server's cgroup is such a one, its processes
 are first moved into a leaf `openenv-server` below it, as container runtimes do for a nested engine.
 
+In a container the cgroupfs is mounted read-only (Docker and Podman do so unless privileged); its
+root is then the container's own cgroup. A server holding SYS_ADMIN there (DockerProvider grants it
+for bubblewrap) remounts that view read-write: the sessions' cgroups go below the container's, so
+the container's limits still bound them all.
+
 Files used: v1 `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`, `memory.oom_control`
 (`oom_kill`), `memory.max_usage_in_bytes`; v2 `memory.max`, `memory.swap.max`, `memory.events`
 (`oom_kill`), `memory.peak`; both `pids.max` and `pids.events` (`max`: forks refused).
@@ -25,13 +30,16 @@ import functools
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-__all__ = ["CGROUP_PARENT", "CgroupSupport", "SessionCgroup", "cgroup_support", "remove_stale_cgroup"]
+__all__ = ["CGROUP_PARENT", "CgroupSupport", "Counters", "SessionCgroup", "cgroup_support", "remove_stale_cgroup"]
 
 CGROUP_PARENT = "openenv-sandbox"
 SERVER_LEAF = "openenv-server"
+T = TypeVar("T")
 CONTROLLERS = ("memory", "pids")
 
 
@@ -57,6 +65,26 @@ def _write(path: Path, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
+
+
+def _in_container() -> bool:
+    return any(os.path.exists(p) for p in ("/.dockerenv", "/run/.containerenv")) or bool(
+        os.environ.get("container") or os.environ.get("KUBERNETES_SERVICE_HOST")
+    )
+
+
+def _writable(point: str, attempt: Callable[[], T]) -> T:
+    """`attempt()`; if the cgroupfs at `point` is read-only inside a container, remount it
+    read-write (nosuid, nodev, noexec kept) and try once more."""
+    try:
+        return attempt()
+    except OSError as e:
+        if e.errno != errno.EROFS or not _in_container():
+            raise
+    from ._workspace import remount_writable
+
+    remount_writable(Path(point))
+    return attempt()
 
 
 def _mounts() -> list[tuple[str, str, str, set[str]]]:
@@ -133,7 +161,7 @@ def cgroup_support() -> CgroupSupport:
         if v1 is not None and name in own:
             try:
                 parent = _on_disk(v1[0], v1[1], own[name]) / CGROUP_PARENT
-                parent.mkdir(exist_ok=True)
+                _writable(v1[1], functools.partial(parent.mkdir, exist_ok=True))
                 support.parents[name], support.versions[name] = parent, 1
             except OSError as e:
                 support.missing[name] = f"cgroup v1 {name} at {v1[1]} is not writable ({e.strerror})"
@@ -150,9 +178,10 @@ def cgroup_support() -> CgroupSupport:
                 support.missing[name] = f"the {name} controller is not enabled for {v2_base} (cgroup v2)"
             continue
         support.missing[name] = f"no cgroup hierarchy has the {name} controller"
-    if v2_wanted and v2_base is not None:
+    if v2_wanted and v2_base is not None and v2 is not None:
         try:
-            parent = _prepare_v2(v2_base, v2_wanted)
+            base = v2_base
+            parent = _writable(v2[1], lambda: _prepare_v2(base, v2_wanted))
             for name in v2_wanted:
                 support.parents[name], support.versions[name] = parent, 2
         except OSError as e:
@@ -165,6 +194,12 @@ def _pids(folder: Path) -> list[int]:
     with contextlib.suppress(OSError):
         return [int(p) for p in (folder / "cgroup.procs").read_text().split()]
     return []
+
+
+def _read_int(path: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError):
+        return int(path.read_text().split()[0])
+    return None
 
 
 def _counter(path: Path, key: str) -> int:
@@ -210,6 +245,19 @@ def remove_stale_cgroup(path: str, *, timeout_s: float = 5.0) -> None:
     _kill_and_remove(folder, timeout_s=timeout_s)
 
 
+@dataclass(frozen=True)
+class Counters:
+    """What the kernel counted in a session's cgroup."""
+
+    oom_kills: int
+    """Processes killed at the memory limit."""
+    memory_limit_reached: int
+    """Times the memory use reached the limit (v2 `memory.events` `max`; v1: 1 when the watermark
+    since `begin_command` stands at the limit)."""
+    forks_refused: int
+    """Forks refused at the process limit."""
+
+
 class SessionCgroup:
     """A session's cgroup in each hierarchy that has `memory` or `pids` here."""
 
@@ -224,6 +272,7 @@ class SessionCgroup:
         self.memory_bytes = memory_bytes
         self.max_processes = max_processes
         self.dirs: dict[str, Path] = {}
+        self._peak = 0
         try:
             for controller, parent in support.parents.items():
                 folder = parent / name
@@ -269,16 +318,33 @@ class SessionCgroup:
             finally:
                 os.close(fd)
 
-    def counters(self) -> tuple[int, int]:
-        """(processes the kernel killed at the memory limit, forks refused at the process limit) so far."""
-        oom = 0
+    def counters(self) -> Counters:
+        """The kernel's event counts for the session so far."""
+        oom = reached = 0
         memory = self.dirs.get("memory")
         if memory is not None:
-            v1 = self.support.versions["memory"] == 1
-            oom = _counter(memory / ("memory.oom_control" if v1 else "memory.events"), "oom_kill")
+            if self.support.versions["memory"] == 1:
+                oom = _counter(memory / "memory.oom_control", "oom_kill")
+                # v1 counts no "limit reached" event (failcnt stays 0 on recent kernels): its
+                # watermark, reset by `begin_command`, tells whether the use touched the limit
+                peak = _read_int(memory / "memory.max_usage_in_bytes")
+                reached = int(self.memory_bytes is not None and peak is not None and peak >= self.memory_bytes - 65536)
+            else:
+                oom = _counter(memory / "memory.events", "oom_kill")
+                reached = _counter(memory / "memory.events", "max")
         pids = self.dirs.get("pids")
         refused = _counter(pids / "pids.events", "max") if pids is not None else 0
-        return oom, refused
+        return Counters(oom_kills=oom, memory_limit_reached=reached, forks_refused=refused)
+
+    def begin_command(self) -> Counters:
+        """The counts before a command starts (under v1, after its watermark is reset, the
+        session's peak so far kept)."""
+        memory = self.dirs.get("memory")
+        if memory is not None and self.support.versions["memory"] == 1:
+            self._peak = max(self._peak, _read_int(memory / "memory.max_usage_in_bytes") or 0)
+            with contextlib.suppress(OSError):
+                _write(memory / "memory.max_usage_in_bytes", "0")
+        return self.counters()
 
     def peak_memory_bytes(self) -> int | None:
         """The most memory the session held at once (None where the kernel does not say)."""
@@ -286,9 +352,8 @@ class SessionCgroup:
         if memory is None:
             return None
         name = "memory.max_usage_in_bytes" if self.support.versions["memory"] == 1 else "memory.peak"
-        with contextlib.suppress(OSError, ValueError):
-            return int((memory / name).read_text())
-        return None
+        now = _read_int(memory / name)
+        return None if now is None else max(now, self._peak)
 
     def kill(self) -> None:
         """SIGKILL every process in the session's cgroup (once)."""

@@ -47,7 +47,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import tracing
-from ._cgroup import SessionCgroup, cgroup_support, remove_stale_cgroup
+from ._cgroup import Counters, SessionCgroup, cgroup_support, remove_stale_cgroup
 from ._fs import remove_tree
 from ._isolation import Isolation, isolation_mode
 from ._limits import CommandResult, SandboxLimits
@@ -599,7 +599,7 @@ class Sandbox:
                 stdout="", stderr=f"working directory {cwd} does not exist (was it deleted?)", exit_code=126, duration_s=0.0
             )
         preexec, _ = self._preexec(limits)
-        before = self.cgroup.counters() if self.cgroup is not None else None
+        before = self.cgroup.begin_command() if self.cgroup is not None else None
         seccomp_fd = program_fd()
         try:
             result = run_process(
@@ -615,20 +615,29 @@ class Sandbox:
             os.close(seccomp_fd)
         return self._with_bounds_hit(result, before)
 
-    def _with_bounds_hit(self, result: CommandResult, before: tuple[int, int] | None) -> CommandResult:
+    def _with_bounds_hit(self, result: CommandResult, before: Counters | None) -> CommandResult:
         """Say in the result (a flag, and a line in stderr) when the session's cgroup bounds were hit
         while the command ran (by it, or by another command of the session running meanwhile)."""
         if self.cgroup is None or before is None:
             return result
-        oom, refused = self.cgroup.counters()
+        after = self.cgroup.counters()
+        killed = result.exit_code in (137, -signal.SIGKILL) and not result.timed_out
+        if after.oom_kills == before.oom_kills and killed:
+            # the kernel counts an OOM kill just after it sends the SIGKILL: a killed command may
+            # be reaped before the count moves
+            deadline = time.monotonic() + 0.2
+            while after.oom_kills == before.oom_kills and time.monotonic() < deadline:
+                time.sleep(0.005)
+                after = self.cgroup.counters()
+        oom = after.oom_kills - before.oom_kills
         notes = []
-        if oom > before[0]:
+        # a SIGKILL while the memory use stood at its limit is the OOM killer's too, even where the
+        # kernel did not count it as such (seen under cgroup v1 in a container)
+        if oom > 0 or (killed and after.memory_limit_reached > before.memory_limit_reached):
             result.memory_limit_hit = True
-            notes.append(
-                f"[killed: the session's memory limit ({_mib(self.cgroup.memory_bytes)}) was reached; "
-                f"{oom - before[0]} process(es) killed]"
-            )
-        if refused > before[1]:
+            count = f"; {oom} process(es) killed" if oom > 0 else ""
+            notes.append(f"[killed: the session's memory limit ({_mib(self.cgroup.memory_bytes)}) was reached{count}]")
+        if after.forks_refused > before.forks_refused:
             result.process_limit_hit = True
             notes.append(f"[the session's process limit ({self.cgroup.max_processes} processes) was reached: a fork failed]")
         if notes:

@@ -20,10 +20,13 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["mount_tmpfs", "tmpfs_support", "unmount"]
+__all__ = ["mount_tmpfs", "remount_writable", "tmpfs_support", "unmount"]
 
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
 MNT_DETACH = 0x2
 
 
@@ -47,6 +50,18 @@ def mount_tmpfs(path: Path, *, size_bytes: int | None, inodes: int | None, mode:
     if _libc().mount(b"tmpfs", os.fsencode(path), b"tmpfs", MS_NOSUID | MS_NODEV, data) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount tmpfs on {path}: {os.strerror(err)}")
+
+
+def remount_writable(path: Path) -> None:
+    """Make the (bind) mount on `path` read-write, keeping nosuid, nodev and noexec.
+
+    Raises:
+        OSError: refused (no CAP_SYS_ADMIN).
+    """
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC
+    if _libc().mount(None, os.fsencode(path), None, flags, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"remount {path} read-write: {os.strerror(err)}")
 
 
 def unmount(path: Path) -> bool:
