@@ -318,6 +318,9 @@ def test_the_allowlist_lets_through_only_allowed_names(allowed_server: int) -> N
             f"http://not-allowed.example:{allowed_server}/",
             f"http://127.0.0.1:{allowed_server}/",
             f"http://2130706433:{allowed_server}/",
+            f"http://0x7f.1:{allowed_server}/",
+            f"http://[::1]:{allowed_server}/",
+            f"http://[::ffff:127.0.0.1]:{allowed_server}/",
             f"http://{METADATA}/latest/meta-data/",
             "http://example-allowed-host:80/",
         ):
