@@ -325,11 +325,11 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
     logs: list[dict[str, float]] = []
 
     class Timer(TrainerCallback):
-        def on_step_end(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             _sync(device)
             ends.append(time.perf_counter())
 
-        def on_train_begin(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             _sync(device)
             ends.append(time.perf_counter())
 
@@ -345,7 +345,7 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
 
     trainer = AsyncGRPOTrainer(
         model=str(model_dir), args=config, train_dataset=Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 8}),
-        processing_class=_tokenizer(0), rollout_worker=StubWorker(samples), weight_transfer=NoTransfer(), callbacks=[Timer()],
+        processing_class=_tokenizer(0), rollout_worker=StubWorker(samples), weight_transfer=NoTransfer(), callbacks=[Timer()],  # type: ignore[arg-type]
     )
     tree_attention.use_sdpa_tree_attention()
     original_log = trainer.log
@@ -354,7 +354,7 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
         original_log(entry, start_time)
         logs.append({k: v for k, v in entry.items() if isinstance(v, (int, float))})
 
-    trainer.log = log  # type: ignore[method-assign]
+    trainer.log = log  # type: ignore[method-assign,assignment]
     builds = tree_attention.mask_builds()
     trainer.train()
     builds = tree_attention.mask_builds() - builds
@@ -414,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         import trl
     cuda = args.device.startswith("cuda")
-    vocab = (SMOLLM2_135M if args.model == "smollm2" else TINY)["vocab_size"]
+    vocab = int((SMOLLM2_135M if args.model == "smollm2" else TINY)["vocab_size"])
     if args.model_dir:
         vocab = transformers.AutoConfig.from_pretrained(args.model_dir).vocab_size
     total_rows = (args.warmup_steps + args.steps) * args.rows_per_step

@@ -131,8 +131,8 @@ def sdpa_tree_attention(
     if query.shape[0] != 1:
         raise ValueError(f"tree attention takes one packed row (batch 1), got a batch of {query.shape[0]}")
     n = query.shape[2]
-    refs = [x if isinstance(x, torch.Tensor) else torch.tensor(x) for x in (tree_kv_index, tree_cu_seqlens_q, tree_cu_seqlens_k)]
-    mask = _cached_mask(n, *refs, device=query.device)
+    kv_index, cu_q, cu_k = (x if isinstance(x, torch.Tensor) else torch.tensor(x) for x in (tree_kv_index, tree_cu_seqlens_q, tree_cu_seqlens_k))
+    mask = _cached_mask(n, kv_index, cu_q, cu_k, device=query.device)
     key, value = key.to(query.dtype), value.to(query.dtype)
     if key.shape[1] != query.shape[1]:  # grouped-query attention: repeat K/V (SDPA's GQA flag rules out its fused kernels)
         repeat = query.shape[1] // key.shape[1]
