@@ -394,7 +394,8 @@ REACH_OUT = (
     "        pass\n"
     "_summary = {'procs': len(_seen['procs']), 'commands': ' '.join(_seen['procs'].values())[:400],\n"
     "            'traced': _seen['traced'], 'signalled': _seen['killed'][:10], 'uid': _seen['uid'],\n"
-    "            'fds': sorted(set(_seen['fds'].values()))[:10]}\n"
+    "            'fds': sorted(set(_seen['fds'].values()))[:10], 'env': sorted(os.environ)[:20],\n"
+    "            'cwd_files': sorted(os.listdir('.'))[:20], 'cwd_writable': os.access('.', os.W_OK)}\n"
     "_report = 'SE' + 'EN<' + json.dumps(_summary) + '>'\n"
     "def merge(intervals):\n"
     "    raise RuntimeError(_report)\n"
@@ -402,7 +403,9 @@ REACH_OUT = (
 
 
 def test_the_worker_sees_no_trusted_process_and_no_descriptor_of_it(session: GenericEnvClient, grader: Any) -> None:
-    """The package's code looks for the trusted pytest: /proc, ptrace, signals, inherited fds."""
+    """The package's code looks for the trusted pytest: /proc, ptrace, signals, inherited fds; and
+    for anything of the trusted side it was handed: environment (a key, a token), files it could
+    write for the trusted side to read."""
     evidence = refused(plant(session, {"intervals/__init__.py": INIT + "\n" + REACH_OUT}, grader))
     assert evidence["report"] == "complete"
     failure = evidence["details"]["tests/test_nested.py::test_nested_interval"]
@@ -415,6 +418,8 @@ def test_the_worker_sees_no_trusted_process_and_no_descriptor_of_it(session: Gen
     assert seen["traced"] == [] and seen["uid"] != 0
     assert all(pid < 10 for pid in seen["signalled"]), seen  # only pids of its own namespace answer
     assert all(t.startswith(("pipe:", "/dev/null", "/proc/")) for t in seen["fds"]), seen
+    assert set(seen["env"]) <= {"PATH", "LC_ALL", "LANG", "HOME", "PWD", "SHLVL", "_"}, seen  # no key, no token
+    assert seen["cwd_files"] == ["intervals"] and not seen["cwd_writable"], seen  # its copy, read-only
 
 
 LIES = {
