@@ -14,7 +14,7 @@ from openenv_sdk.grading._errors import (
     StaleHandle,
     WorkerDied,
 )
-from openenv_sdk.grading._proxy import RemoteCallable, RemoteModule, RemoteObject
+from openenv_sdk.grading._proxy import RemoteCallable, RemoteModule, RemoteObject, RemoteValue
 from openenv_sdk.grading.remote import DEFAULT_TIMEOUT_S, RemoteSession, install_remote_modules
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "RemoteObject",
     "RemoteSession",
     "RemoteTimeout",
+    "RemoteValue",
     "SolutionImportError",
     "Spawn",
     "StaleHandle",
