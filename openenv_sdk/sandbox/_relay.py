@@ -15,68 +15,70 @@ endpoint, or the allowlist proxy): nothing here is a security boundary, which is
 as the agent's user.
 """
 
+import _socket  # the C module: `socket` imports enum and more, and the command waits for this process
 import os
-import socket
 import sys
-import threading
-import time
 
 BUFFER_BYTES = 65536
 MAX_CONNECTIONS = 64
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while True:
-            data = source.recv(BUFFER_BYTES)
-            if not data:
-                break
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for sock, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
-            try:
-                sock.shutdown(how)
-            except OSError:
-                pass
+def _serve(listeners: list[tuple[int, str]], parent: int) -> None:
+    """The child: relay every connection of each listener to its unix socket (threads)."""
+    import socket
+    import threading
+    import time
 
-
-def _serve_connection(client: socket.socket, path: str, slots: threading.Semaphore) -> None:
-    try:
-        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            upstream.connect(path)
-        except OSError:
-            upstream.close()
-            client.close()
-            return
-        back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-        back.start()
-        _pump(client, upstream)
-        back.join()
-        upstream.close()
-        client.close()
-    finally:
-        slots.release()
-
-
-def _accept_loop(listener: socket.socket, path: str, slots: threading.Semaphore) -> None:
-    while True:
-        client, _ = listener.accept()
-        if not slots.acquire(blocking=False):
-            client.close()  # bounded: the trusted side bounds its own end too
-            continue
-        threading.Thread(target=_serve_connection, args=(client, path, slots), daemon=True).start()
-
-
-def _serve(listeners: list[tuple[socket.socket, str]], parent: int) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)  # never hold the command's pipes open
     slots = threading.Semaphore(MAX_CONNECTIONS)
-    for listener, path in listeners:
-        threading.Thread(target=_accept_loop, args=(listener, path, slots), daemon=True).start()
+
+    def pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while True:
+                data = source.recv(BUFFER_BYTES)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
+                try:
+                    sock.shutdown(how)
+                except OSError:
+                    pass
+
+    def carry(client: socket.socket, path: str) -> None:
+        try:
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                upstream.connect(path)
+            except OSError:
+                upstream.close()
+                client.close()
+                return
+            back = threading.Thread(target=pump, args=(upstream, client), daemon=True)
+            back.start()
+            pump(client, upstream)
+            back.join()
+            upstream.close()
+            client.close()
+        finally:
+            slots.release()
+
+    def accept_loop(listener: socket.socket, path: str) -> None:
+        while True:
+            client, _ = listener.accept()
+            if not slots.acquire(blocking=False):
+                client.close()  # bounded: the trusted side bounds its own end too
+                continue
+            threading.Thread(target=carry, args=(client, path), daemon=True).start()
+
+    for fd, path in listeners:
+        listener = socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, fileno=fd)
+        threading.Thread(target=accept_loop, args=(listener, path), daemon=True).start()
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(0)
@@ -91,19 +93,19 @@ def main(argv: list[str]) -> int:
     if not command:
         print("_relay.py: no command after --", file=sys.stderr)
         return 2
-    listeners: list[tuple[socket.socket, str]] = []
+    listeners: list[tuple[int, str]] = []
     for spec in specs:
         port_text, path = spec.split("=", 1)
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", int(port_text)))
         listener.listen(64)
-        listeners.append((listener, path))
+        listeners.append((listener.detach(), path))  # a bare fd: closed on exec (not inheritable)
     parent = os.getpid()
     if os.fork() == 0:
         _serve(listeners, parent)
-    for listener, _ in listeners:
-        listener.close()
+    for fd, _ in listeners:
+        os.close(fd)
     try:
         os.execvp(command[0], command)
     except OSError as e:
