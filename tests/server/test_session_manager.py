@@ -45,16 +45,16 @@ def test_a_pinned_session_closed_before_any_call_ends_its_thread() -> None:
     recorder = Recorder()
     pinned = probe_class("PinnedClose", THREAD_AFFINITY=True)
 
-    async def scenario() -> None:
+    async def scenario() -> str:
         manager = SessionManager(ServerConfig(), probe_factory(pinned, recorder=recorder))
         session = await manager.create("ws")
         await manager.close(session.id)
-        manager.workers.shutdown()
+        return f"openenv-{session.id[:8]}"
 
-    asyncio.run(scenario())
+    name = asyncio.run(scenario())
     assert recorder.wait_closed(1)
 
     def session_threads() -> list[str]:
-        return [t.name for t in threading.enumerate() if t.name.startswith("openenv-") and t.is_alive()]
+        return [t.name for t in threading.enumerate() if t.name == name and t.is_alive()]
 
     assert wait_until(lambda: not session_threads(), timeout_s=5), session_threads()
