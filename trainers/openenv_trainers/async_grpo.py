@@ -66,7 +66,7 @@ class ISAsyncGRPOConfig(AsyncGRPOConfig):
             )
 
 
-class ISAsyncGRPOTrainer(AsyncGRPOTrainer):  # type: ignore[misc]
+class ISAsyncGRPOTrainer(AsyncGRPOTrainer):
     """`AsyncGRPOTrainer` that logs the mismatch per step and honours TRL's IS correction (see the module docstring)."""
 
     def compute_loss(

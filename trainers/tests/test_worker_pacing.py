@@ -38,9 +38,13 @@ class Run:
 
 def _train(worker: EnvRolloutWorker, *, steps: int, samples_per_step: int, step_s: float, max_staleness: int) -> Run:
     """TRL's consumer in a thread: `samples_per_step` samples, `step_s` of 'compute', then the next version."""
+    from accelerate import PartialState
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from trl.experimental.async_grpo.async_grpo_trainer import RolloutQueueDataset
+
+    PartialState()  # TRL's dataset logs long waits and drops through accelerate's logger, as in the trainer
 
     version = [1]
     metrics: dict[str, list[float]] = defaultdict(list)
