@@ -10,12 +10,13 @@ the Python runtime and its session folder, nothing else of the host (not this fo
 
 The reward is computed host-side by `grader.CodingGrader`: after the episode it sends the
 task's hidden pytest files (from `hidden/`, never in the image) to the orchestrator-only call
-`run_checks`. The hidden tests run in a trusted pytest process, as the server's user and outside
-any sandbox, in a fresh private directory holding only the grader's files; it never imports the
-agent's code. `from solution import f` in a test gets a proxy (`openenv_sdk.grading`) whose calls
-go over a pipe to a worker that imports a copy of the solution file, in a fresh sandbox of its
-own (no network, only that copy mounted). Nothing the agent can reach (tools, observations,
-state, the worker) holds a test, a report or a reward.
+`run_checks`, which hands them to the SDK's `openenv_sdk.grading.pytest_run.run_hidden_tests`:
+the hidden tests run in a trusted pytest process, as the server's user and outside any sandbox,
+in a fresh private directory holding only the grader's files; it never imports the agent's code.
+`from solution import f` in a test gets a proxy whose calls go over a pipe to a worker that
+imports a copy of the solution file, in a fresh sandbox of its own (no network, only that copy
+mounted). What comes back is each test's outcome (`HiddenTestRun`). Nothing the agent can reach
+(tools, observations, state, the worker) holds a test, a report or a reward.
 
 The orchestrator may instead run a whole agent program (a CLI agent) in the episode with the
 orchestrator-only call `run_agent` (`openenv_sdk.agents.AgentHost`): it runs in the session's
@@ -32,16 +33,13 @@ Session folder, one per session (`$OPENENV_CODING_WORKDIR`, default the system t
 
 from __future__ import annotations
 
-import base64
 import difflib
-import json
 import os
 import pwd
 import random
 import secrets
 import shutil
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -51,9 +49,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
 from openenv_sdk.agents import AgentHost
+from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_BYTES, run_hidden_tests
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
-from openenv_sdk.sandbox import CommandResult, Isolation, Sandbox, SandboxLimits, run_command
+from openenv_sdk.sandbox import CommandResult, Isolation, Sandbox, SandboxLimits
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["CodingEnvironment", "CodingObservation", "CodingState", "Task", "load_tasks"]
@@ -66,13 +65,10 @@ WORKDIR_ENV = "OPENENV_CODING_WORKDIR"
 
 DIFFICULTIES = ("easy", "medium", "hard")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-MAX_FILE_BYTES = 1024 * 1024
-"""Largest file `write_file` writes and `run_checks` copies."""
+MAX_FILE_BYTES = MAX_SOLUTION_BYTES
+"""Largest file `write_file` writes: the largest solution file grading copies."""
 READ_LIMIT_BYTES = 64 * 1024
 """Bytes `read_file` returns; the rest is cut with a marker."""
-MAX_CHECK_TIMEOUT_S = 300.0
-MAX_CHECK_FILES_BYTES = 8 * 1024 * 1024
-COLLECT_LIMIT_BYTES = 1024 * 1024
 
 PYTHON = os.path.abspath(sys.executable)
 """This server's interpreter, which the sandbox mounts at the same path (no `..` in it: the
@@ -341,84 +337,46 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         self,
         files: dict[str, str],
         pytest_args: list[str] | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float = DEFAULT_RUN_TIMEOUT_S,
         call_timeout_s: float = 10.0,
-        collect: list[str] | None = None,
+        test_timeout_s: float | None = None,
     ) -> dict[str, Any]:
-        """Run a grader's pytest files against the solution, without ever importing the solution here.
+        """Run a grader's pytest files against the solution file, without ever importing it here.
 
-        The grader's `files` (e.g. the hidden tests and a report plugin as `conftest.py`) go into a
-        fresh private directory of the server's, holding no file of the agent's. pytest runs there
-        in a trusted process (`python -I -m pytest -p openenv_sdk.grading.pytest_remote`), as the
-        server's user, outside any sandbox, with that directory as its rootdir and its
-        `pytest.ini` (empty unless `files` has one) as its only configuration. A test's
-        `from <solution module> import f` gets a proxy: each call goes to a worker that imports a
-        copy of the solution file (read as the session's user, never through a symlink) in a
-        fresh sandbox of its own, with no network and nothing else mounted. Both directories are
-        removed afterwards, with every process.
+        `openenv_sdk.grading.pytest_run.run_hidden_tests` does it: it reads the solution file as
+        the session's user (never through a symlink, at most 1 MiB), writes `files` into a fresh
+        private directory of the server's (no file of the agent's there, an empty `pytest.ini`
+        unless `files` has one) and runs `python -I -m pytest` there, as the server's user, with
+        the remote plugin: a test's `from <solution module> import f` gets a proxy whose calls go
+        to a worker that imports a copy of the solution in a fresh sandbox of its own (no
+        network, nothing else mounted, this session's memory and process limits). Both
+        directories are removed afterwards, with every process.
 
         Args:
-            files: relative path -> text: the test files, and any plugin or config of the grader's.
+            files: relative path -> text: the test files, and any conftest.py or data of the grader's.
             pytest_args: pytest's arguments after the fixed ones (e.g. the test files' names).
             timeout_s: wall-clock limit of the whole run, in seconds (then everything is killed).
             call_timeout_s: limit of one call into the solution, in seconds (the call then fails).
-            collect: files of the private directory to read back after the run (e.g. a report).
+            test_timeout_s: a test that passes but took longer fails (default: `call_timeout_s`).
 
         Returns:
-            `exit_code`, `timed_out`, `duration_s`, `stdout`, `stderr`, `solution_files`
-            (name -> "copied", "missing", ...), and `collected` (name -> text, or None).
+            `openenv_sdk.grading.pytest_run.HiddenTestRun` as a dict: `collected`, `outcomes`
+            (test id -> passed, failed, error or skipped), `messages`, `collect_errors`,
+            `solution_files` (name -> "copied", "missing", ...), `exit_code`, `timed_out`,
+            `report_read`, `duration_s` and `output_tail`.
         """
         task, sandbox = self._require_episode()
-        if pytest_args is not None and not all(isinstance(word, str) for word in pytest_args):
-            raise ValueError("pytest_args must be a list of strings")
-        if not 0 < timeout_s <= MAX_CHECK_TIMEOUT_S:
-            raise ValueError(f"timeout_s must be in (0, {MAX_CHECK_TIMEOUT_S:g}], got {timeout_s}")
-        if not 0 < call_timeout_s <= timeout_s:
-            raise ValueError(f"call_timeout_s must be in (0, timeout_s], got {call_timeout_s}")
-        if sum(len(text.encode("utf-8")) for text in files.values()) > MAX_CHECK_FILES_BYTES:
-            raise ValueError(f"files exceed {MAX_CHECK_FILES_BYTES} bytes")
-        for name in [*files, *(collect or [])]:
-            _check_relative(name)
-        if task.solution_file in files:
-            raise ValueError(f"files may not hold the solution file {task.solution_file!r}")
-        status, solution = self._read_solution(sandbox, task.solution_file)
-        trusted = Path(tempfile.mkdtemp(prefix="openenv-coding-checks-"))  # 0700, the server's own
-        worker: Sandbox | None = None
-        try:
-            (trusted / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # no config found above it
-            for name, text in files.items():
-                target = trusted / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8")
-            worker = Sandbox(limits=self._limits(None), name="coding-worker", base_dir=sandbox.root.parent)
-            worker.make_dir("work", writable=False)  # the worker writes nothing there
-            if solution is not None:
-                copy = worker.workspace / task.solution_file
-                copy.write_bytes(solution)
-                copy.chmod(0o444)  # the server's: the worker reads it, nobody changes it
-            result = run_command(
-                _trusted_pytest_argv(worker, task, pytest_args or [], call_timeout_s, self._settings),
-                cwd=trusted,
-                env={"PATH": SYSTEM_PATH, "HOME": str(trusted), "LANG": "C.UTF-8", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-                limits=SandboxLimits(
-                    timeout_s=timeout_s, max_output_bytes=64 * 1024, memory_bytes=None, max_processes=None,
-                    sandbox_user=None,
-                ),
-            )  # fmt: skip
-            collected = {name: _read_back(trusted, name) for name in collect or []}
-        finally:
-            if worker is not None:
-                worker.close()
-            shutil.rmtree(trusted, ignore_errors=True)
-        return {
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "duration_s": round(result.duration_s, 3),
-            "stdout": result.stdout,
-            "stderr": result.stderr,
-            "solution_files": {task.solution_file: status},
-            "collected": collected,
-        }
+        run = run_hidden_tests(
+            sandbox,
+            files,
+            [task.solution_file],
+            pytest_args=pytest_args or (),
+            timeout_s=timeout_s,
+            call_timeout_s=call_timeout_s,
+            test_timeout_s=test_timeout_s,
+            worker_limits=self._limits(None),
+        )
+        return run.model_dump()
 
     # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---------
 
@@ -526,6 +484,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
             memory_bytes=s.memory_bytes,
             max_processes=s.max_processes,
             sandbox_user=_existing_user(s.user),
+            **s.session_bounds(),
         )
 
     def _run(
@@ -564,25 +523,6 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
             result = result.model_copy(update={"stderr": note + result.stderr})
         return result
 
-    def _read_solution(self, sandbox: Sandbox, name: str) -> tuple[str, bytes | None]:
-        """Read the solution file as the session's user, in its sandbox (in a container root has no
-        CAP_DAC_OVERRIDE, and reading as the owner never reads more than the owner could). Only a
-        regular file of at most MAX_FILE_BYTES is read; never through a symlink."""
-        if not sandbox.workspace.is_dir():
-            return "missing (its folder is gone)", None
-        result = sandbox.run(
-            [_python_of(sandbox), "-I", "-S", "-c", _READER, name, str(MAX_FILE_BYTES)],
-            env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
-            limits=SandboxLimits(timeout_s=30, max_output_bytes=2 * MAX_FILE_BYTES + 1024, max_processes=None),
-        )
-        if result.exit_code == 0:
-            return "copied", base64.b64decode(result.stdout)
-        if result.exit_code == 126:
-            return "missing (its folder is gone)", None
-        detail = result.stderr.strip()[-200:]
-        why = _READER_STATUS.get(result.exit_code, f"not read ({detail})")
-        return why.format(detail=detail, limit=MAX_FILE_BYTES), None
-
     def _cleanup(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
@@ -607,32 +547,11 @@ def _pick_task(task_id: str | None, difficulty: str | None, seed: int | None) ->
     return pool[random.Random(seed).randrange(len(pool))]
 
 
-
-def _trusted_pytest_argv(
-    worker: Sandbox, task: Task, pytest_args: list[str], call_timeout_s: float, settings: SandboxSettings
-) -> list[str]:
-    """The trusted pytest command. Its remote plugin serves the solution's module from a worker
-    started in `worker` (a fresh sandbox: no network, its folder holding only the solution's
-    copy), under the sandbox's memory and process limits."""
-    prefix = ["prlimit", f"--as={settings.memory_bytes}", f"--nproc={settings.max_processes}", "--core=0", "--"]
-    if worker.isolation is Isolation.BWRAP:
-        prefix += worker.wrap([], cwd=worker.workspace)
-    elif worker.privileged:  # the operator's opt-out: no namespaces, only the sandbox user
-        prefix += ["setpriv", f"--reuid={worker.uid}", f"--regid={worker.gid}", "--clear-groups", "--"]
-    return [
-        PYTHON, "-I", "-m", "pytest", "-p", "openenv_sdk.grading.pytest_remote",
-        "--remote-modules", task.solution_file.removesuffix(".py"), "--remote-dir", str(worker.workspace),
-        "--remote-spawn-prefix", json.dumps(prefix), "--remote-python", _python_of(worker),
-        "--remote-timeout", f"{call_timeout_s:g}", "-c", "pytest.ini", "--rootdir", ".", "-p", "no:cacheprovider",
-        *pytest_args,
-    ]  # fmt: skip
-
-
 def _python_of(sandbox: Sandbox) -> str:
-    """The interpreter commands in `sandbox` run: this server's, which the sandbox mounts. With
-    the operator's opt-out as root, the sandbox user may not reach it (a runtime under /root):
-    then the system's `python3` (the reader and the grading worker need only the standard
-    library; the agent's `pytest` needs it installed there)."""
+    """The interpreter the session's launchers (`python`, `python3`, `pytest` in bin/) run: this
+    server's, which the sandbox mounts. With the operator's opt-out as root, the sandbox user may
+    not reach it (a runtime under /root): then the system's `python3` (the agent's `pytest` needs
+    it installed there)."""
     if sandbox.isolation is Isolation.BWRAP or not sandbox.privileged:
         return PYTHON
     return shutil.which("python3", path=SYSTEM_PATH) or PYTHON
@@ -647,40 +566,3 @@ def _existing_user(preferred: str) -> str:
     except KeyError:
         return "nobody"
     return preferred
-
-
-def _read_back(directory: Path, name: str) -> str | None:
-    """A file the trusted run wrote (a report), if it is a regular file within the limit."""
-    path = directory / name
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > COLLECT_LIMIT_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-_READER = """
-import base64, os, stat, sys
-try:
-    fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-except FileNotFoundError:
-    sys.exit(3)
-except OSError as e:
-    sys.exit(f"{e.strerror}")
-info = os.fstat(fd)
-if not stat.S_ISREG(info.st_mode):
-    sys.exit(5)
-if info.st_size > int(sys.argv[2]):
-    sys.exit(6)
-chunks = []
-while chunk := os.read(fd, 1 << 16):
-    chunks.append(chunk)
-sys.stdout.write(base64.b64encode(b"".join(chunks)[: int(sys.argv[2])]).decode())
-"""
-_READER_STATUS = {
-    1: "not readable ({detail})",
-    3: "missing",
-    5: "not a regular file",
-    6: "too large (over {limit} bytes)",
-}

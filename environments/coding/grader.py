@@ -1,23 +1,25 @@
 """The coding environment's host-side grader: the task's hidden pytest tests.
 
 It runs with the client or trainer, outside the container. After an episode it reads the
-task's hidden tests from `hidden/<task_id>/test_*.py` on the host and sends them, with a small
-report plugin (as `conftest.py`), to the environment's orchestrator-only call `run_checks`.
-That call runs pytest in a trusted process that never imports the agent's code, in a fresh
-private directory holding only these files: the tests' `from solution import f` gets a proxy
-whose calls run in a worker that imports a copy of the solution file, in a sandbox of its own
-(`openenv_sdk.grading`). The plugin writes each test's outcome to a JSON report in that
-directory, which the solution cannot reach; `run_checks` reads it back.
+task's hidden tests from `hidden/<task_id>/test_*.py` on the host and sends them to the
+environment's orchestrator-only call `run_checks`, which hands them to the SDK's
+`openenv_sdk.grading.pytest_run.run_hidden_tests`: pytest runs them in a trusted process that
+never imports the agent's code, in a fresh private directory holding only these files; the
+tests' `from solution import f` gets a proxy whose calls run in a worker that imports a copy of
+the solution file, in a sandbox of its own. What comes back is a `HiddenTestRun`: each test's
+outcome, written by trusted code where the solution cannot reach.
 
 Reward (binary by default):
 
-- `all_passed`: 1.0 when pytest exits 0 and every expected test (`hidden/expected_tests.json`)
-  passed; else 0.0;
-- `partial`: the fraction of expected tests that passed (a component for analysis; it counts in
-  the reward only with `CodingGrader(partial_credit=p)`: reward = (1 - p) * all_passed + p * partial).
+- `all_passed`: 1.0 when the run completed (pytest exited 0 within its limit, nothing failed to
+  collect) and every expected test (`hidden/expected_tests.json`) passed
+  (`HiddenTestRun.all_passed(expected)`); else 0.0;
+- `partial`: the fraction of expected tests that passed (`HiddenTestRun.fraction_passed(expected)`;
+  a component for analysis; it counts in the reward only with `CodingGrader(partial_credit=p)`:
+  reward = (1 - p) * all_passed + p * partial).
 
-The score's evidence lists each test's outcome, the failures' messages, collection errors and
-the tail of pytest's output, for debugging.
+The score's evidence lists each expected test's outcome, the failures' messages, collection
+errors and the tail of pytest's output, for debugging.
 
 Maintenance: `python grader.py --update-expected` rewrites `hidden/expected_tests.json` from the
 hidden tests (collected against each task's reference solution).
@@ -39,82 +41,15 @@ from typing import Any
 
 import yaml
 
+from openenv_sdk.grading.pytest_run import HiddenTestRun
 from openenv_sdk.rubric import Grader, Rubric, Score, reward
 
-__all__ = ["HIDDEN_DIR_ENV", "REPORT_PLUGIN", "CodingGrader", "collect_expected_tests"]
+__all__ = ["HIDDEN_DIR_ENV", "CodingGrader", "collect_expected_tests"]
 
 HERE = Path(__file__).resolve().parent
 HIDDEN_DIR_ENV = "OPENENV_CODING_HIDDEN_DIR"
 """Where the hidden tests are on the host, when not in `hidden/` next to this file."""
 EXPECTED_FILE = "expected_tests.json"
-REPORT_FILE = "openenv_report.json"
-
-REPORT_PLUGIN = r'''"""pytest plugin of the coding grader (the run's conftest.py): each test's outcome, as JSON.
-
-It runs in the trusted pytest process, which never imports the solution (its calls go to a
-sandboxed worker), and writes into a directory the solution cannot reach. A test that passes
-but took longer than `--openenv-test-timeout` seconds counts as failed (one call that hangs is
-cut earlier, by the remote plugin's per-call timeout).
-"""
-
-import json
-
-_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-_outcomes = {}
-_messages = {}
-_collect_errors = {}
-_collected = []
-_limit = 0.0
-
-
-def pytest_addoption(parser):
-    parser.addoption("--openenv-report", default="openenv_report.json")
-    parser.addoption("--openenv-test-timeout", type=float, default=0.0)
-
-
-def pytest_collection_finish(session):
-    _collected[:] = [item.nodeid for item in session.items]
-
-
-def pytest_collectreport(report):
-    if report.failed:
-        _collect_errors[report.nodeid or "<session>"] = report.longreprtext[-1500:]
-
-
-def pytest_configure(config):
-    global _limit
-    _limit = config.getoption("openenv_test_timeout")
-
-
-def pytest_runtest_logreport(report):
-    if report.when == "call":
-        outcome = "passed" if report.passed else "failed" if report.failed else "skipped"
-        if outcome == "passed" and _limit and report.duration > _limit:
-            outcome = "failed"
-            _messages[report.nodeid] = f"the test took {report.duration:.1f} s, longer than {_limit:g} s"
-    elif report.failed:
-        outcome = "error"
-    elif report.skipped:
-        outcome = "skipped"
-    else:
-        return
-    if report.failed and report.nodeid not in _messages:
-        _messages[report.nodeid] = report.longreprtext[-1500:]
-    if _RANK[outcome] >= _RANK[_outcomes.get(report.nodeid, "passed")]:
-        _outcomes[report.nodeid] = outcome
-
-
-def pytest_sessionfinish(session, exitstatus):
-    report = {
-        "exitstatus": int(exitstatus),
-        "collected": _collected,
-        "outcomes": _outcomes,
-        "messages": _messages,
-        "collect_errors": _collect_errors,
-    }
-    with open(session.config.getoption("openenv_report"), "w", encoding="utf-8") as f:
-        json.dump(report, f)
-'''
 
 
 class CodingGrader(Grader):
@@ -174,15 +109,15 @@ class CodingGrader(Grader):
         return self._expected[task_id]
 
     def check_request(self, task_id: str) -> dict[str, Any]:
-        """The arguments of the `run_checks` call for `task_id`."""
+        """The arguments of the `run_checks` call for `task_id`: its hidden tests, run in name order."""
         tests = self.test_files(task_id)
-        pytest_args = ["-q", "--openenv-report", REPORT_FILE, "--openenv-test-timeout", f"{self.test_timeout_s:g}"]
+        per_test_s = min(self.test_timeout_s, self.timeout_s)
         return {
-            "files": {**tests, "conftest.py": REPORT_PLUGIN},
-            "pytest_args": [*pytest_args, *sorted(tests)],
+            "files": tests,
+            "pytest_args": sorted(tests),
             "timeout_s": self.timeout_s,
-            "call_timeout_s": min(self.test_timeout_s, self.timeout_s),
-            "collect": [REPORT_FILE],
+            "call_timeout_s": per_test_s,
+            "test_timeout_s": per_test_s,
         }
 
     # --- the reward --------------------------------------------------------------------------
@@ -201,53 +136,30 @@ class CodingGrader(Grader):
             run = await run
         return self.score(task_id, run)
 
-    def score(self, task_id: str, run: Mapping[str, Any]) -> Score:
-        """The score of one `run_checks` result."""
+    def score(self, task_id: str, answer: Mapping[str, Any] | HiddenTestRun) -> Score:
+        """The score of one `run_checks` answer (a `HiddenTestRun`, or the dict it crossed the wire as)."""
         expected = self.expected_tests(task_id)
-        report = _parse_report((run.get("collected") or {}).get(REPORT_FILE))
-        outcomes: dict[str, str] = report.get("outcomes", {}) if report else {}
-        tests = {nodeid: outcomes.get(nodeid, "not run") for nodeid in expected}
-        passed = sum(outcome == "passed" for outcome in tests.values())
-        all_passed = (
-            report is not None
-            and run.get("exit_code") == 0
-            and report.get("exitstatus") == 0
-            and not run.get("timed_out")
-            and not report.get("collect_errors")
-            and passed == len(expected) > 0
-        )
-        partial = passed / len(expected) if expected else 0.0
+        run = HiddenTestRun.model_validate(answer)
+        all_passed = run.all_passed(expected)
+        partial = run.fraction_passed(expected)
         value = (1.0 - self.partial_credit) * float(all_passed) + self.partial_credit * partial
-        messages = report.get("messages", {}) if report else {}
+        tests = {test: run.outcomes.get(test, "not run") for test in expected}
         evidence: dict[str, Any] = {
             "task_id": task_id,
-            "passed": passed,
+            "passed": sum(outcome == "passed" for outcome in tests.values()),
             "total": len(expected),
             "tests": tests,
-            "failures": {k: str(v)[-600:] for k, v in messages.items()},
-            "collect_errors": report.get("collect_errors", {}) if report else {},
-            "unexpected_tests": sorted(set(outcomes) - set(expected)),
-            "solution_file": run.get("solution_files"),
-            "exit_code": run.get("exit_code"),
-            "timed_out": run.get("timed_out"),
-            "duration_s": run.get("duration_s"),
-            "report": "ok" if report is not None else "missing or unreadable",
-            "output_tail": (str(run.get("stdout") or "") + str(run.get("stderr") or ""))[-2000:],
+            "failures": {test: message[-600:] for test, message in run.messages.items()},
+            "collect_errors": run.collect_errors,
+            "unexpected_tests": sorted(set(run.outcomes) - set(expected)),
+            "solution_file": run.solution_files,
+            "exit_code": run.exit_code,
+            "timed_out": run.timed_out,
+            "duration_s": run.duration_s,
+            "report": "ok" if run.report_read else "missing or unreadable",
+            "output_tail": run.output_tail[-2000:],
         }
         return Score(value=value, components={"all_passed": float(all_passed), "partial": partial}, evidence=evidence)
-
-
-def _parse_report(text: Any) -> dict[str, Any] | None:
-    """The report the trusted run wrote; None when it is missing or malformed."""
-    if not isinstance(text, str):
-        return None
-    try:
-        report = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(report, dict) or not isinstance(report.get("outcomes"), dict):
-        return None
-    return report
 
 
 # --- maintenance: expected test ids ---------------------------------------------------------------

@@ -278,47 +278,49 @@ import json, os
 from solution import seen
 
 def test_probe():
-    worker_cwd, worker_sees_workspace = seen()
+    worker_cwd, worker_sees_workspace, worker_dir = seen()
     trusted = sorted(n for n in os.listdir(".") if n not in ("__pycache__", "pytest.ini"))
-    json.dump({"trusted": trusted, "worker_cwd": worker_cwd, "workspace": worker_sees_workspace},
-              open("probe.json", "w"))
+    json.dump({{"trusted": trusted, "trusted_dir": os.getcwd(), "worker_cwd": worker_cwd,
+               "workspace": worker_sees_workspace, "worker_dir": worker_dir}}, open({out!r}, "w"))
 """
 _PROBE_SOLUTION = """
 import os
-_cwd, _workspace = sorted(os.listdir(".")), os.path.exists({workspace!r})
+_cwd, _workspace, _dir = sorted(os.listdir(".")), os.path.exists({workspace!r}), os.getcwd()
 
 def seen():
-    return _cwd, _workspace
+    return _cwd, _workspace, _dir
 """
 
 
-def test_run_checks_keeps_the_trusted_run_and_the_worker_apart(env: Any) -> None:
+def test_run_checks_keeps_the_trusted_run_and_the_worker_apart(env: Any, tmp_path: Path) -> None:
     env.reset(task_id="fizzbuzz")
     env.write_file("solution.py", _PROBE_SOLUTION.format(workspace=env.state.working_directory))
     env.write_file("conftest.py", "raise SystemExit('the agent conftest must not load')")
     env.write_file("helper.py", "x = 1")
-    run = env.run_checks(files={"test_probe.py": _PROBE_TEST}, pytest_args=["-q"],
-                         collect=["probe.json"])  # fmt: skip
+    out = tmp_path / "probe.json"  # the trusted run is the server's: it writes where the host test reads
+    run = env.run_checks(files={"test_probe.py": _PROBE_TEST.format(out=str(out))})
+    assert run["outcomes"] == {"test_probe.py::test_probe": "passed"}, run
     assert run["exit_code"] == 0 and run["solution_files"] == {"solution.py": "copied"}, run
-    probe = json.loads(run["collected"]["probe.json"])
+    probe = json.loads(out.read_text())
     assert probe["trusted"] == ["test_probe.py"]  # the trusted run holds no file of the agent's
     assert probe["worker_cwd"] == ["solution.py"]  # the worker, only the solution's copy
     assert probe["workspace"] is False  # nor the agent's workspace
-    temp = Path(tempfile.gettempdir())
-    assert not [*temp.glob("openenv-coding-checks-*"), *temp.glob("openenv-coding-worker-*")]  # removed afterwards
+    assert not Path(probe["trusted_dir"]).exists() and not Path(probe["worker_dir"]).parent.exists()  # both removed
 
 
 def test_run_checks_validates_its_arguments(env: Any) -> None:
     env.reset(task_id="fizzbuzz")
-    for files in ({"../escape.py": ""}, {"/abs.py": ""}, {"solution.py": ""}):
+    for files in ({"../escape.py": ""}, {"/abs.py": ""}, {"solution.py": ""}, {}):
         with pytest.raises(ValueError):
             env.run_checks(files=files)
     with pytest.raises(ValueError, match="list of strings"):
-        env.run_checks(files={}, pytest_args=[1])
+        env.run_checks(files={"test_a.py": ""}, pytest_args=[1])
     with pytest.raises(ValueError, match="timeout_s"):
-        env.run_checks(files={}, timeout_s=10_000)
+        env.run_checks(files={"test_a.py": ""}, timeout_s=10_000)
     with pytest.raises(ValueError, match="call_timeout_s"):
-        env.run_checks(files={}, timeout_s=5, call_timeout_s=10)
+        env.run_checks(files={"test_a.py": ""}, timeout_s=5, call_timeout_s=10)
+    with pytest.raises(ValueError, match="test_timeout_s"):
+        env.run_checks(files={"test_a.py": ""}, timeout_s=5, call_timeout_s=1, test_timeout_s=10)
 
 
 def test_run_checks_reports_a_missing_solution(env: Any) -> None:
@@ -328,6 +330,7 @@ def test_run_checks_reports_a_missing_solution(env: Any) -> None:
     assert run["solution_files"] == {"solution.py": "missing"}
     score = grader.score("fizzbuzz", run)
     assert score.value == 0.0 and score.evidence["passed"] == 0
+    assert score.evidence["solution_file"] == {"solution.py": "missing"}
 
 
 def test_run_checks_does_not_follow_a_symlinked_solution(env: Any, tmp_path: Path) -> None:
@@ -336,7 +339,7 @@ def test_run_checks_does_not_follow_a_symlinked_solution(env: Any, tmp_path: Pat
     secret.write_text(reference("fizzbuzz"))
     env.run_shell(f"rm solution.py && ln -s {secret} solution.py")
     grader, run = _checks(env, "fizzbuzz")
-    assert run["solution_files"]["solution.py"].startswith("not readable")
+    assert run["solution_files"] == {"solution.py": "a symbolic link (not followed)"}
     assert grader.score("fizzbuzz", run).value == 0.0
 
 
@@ -373,14 +376,16 @@ def test_a_missing_report_scores_zero(env: Any) -> None:
     env.write_file("solution.py", reference("fizzbuzz"))
     grader, run = _checks(env, "fizzbuzz")
     assert grader.score("fizzbuzz", run).value == 1.0
-    lost = grader.score("fizzbuzz", {**run, "collected": {}})
+    lost = grader.score("fizzbuzz", {**run, "report_read": False})
     assert lost.value == 0.0 and lost.evidence["report"] == "missing or unreadable"
+    wrong = grader.score("fizzbuzz", {**run, "exit_code": 1})  # pytest's exit status counts too
+    assert wrong.value == 0.0 and wrong.components["partial"] == 1.0
 
 
 def test_a_timed_out_run_scores_zero(env: Any) -> None:
     env.reset(task_id="fizzbuzz")
     env.write_file("solution.py", "import time\ntime.sleep(60)\n" + reference("fizzbuzz"))
-    grader, run = _checks(env, "fizzbuzz", timeout_s=3, call_timeout_s=2)
+    grader, run = _checks(env, "fizzbuzz", timeout_s=3, call_timeout_s=2, test_timeout_s=2)
     score = grader.score("fizzbuzz", run)
     assert score.value == 0.0 and score.evidence["passed"] == 0, score.evidence
 
