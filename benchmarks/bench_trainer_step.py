@@ -26,6 +26,17 @@ The samples are synthetic but shaped like the guessing game's episodes: groups o
 run shares. Weights are random unless `--model-dir` names a folder: a step's cost depends on
 the shape, not on the values.
 
+With `--accounting full|incremental`, a thread of the trainer's process does what the rollout
+worker's accounting thread does in a real run while the trainer steps: it plays guessing-game
+episodes through `TokenLedger` (SmolLM2-135M-Instruct's real tokenizer, from the test fixture,
+with the tool template; `parse_assistant` on each sampled turn, then the tool result) at
+`--accounting-turns-per-s` (130: the one-GPU run's 26 episodes/s of ~5 turns), whole
+conversations re-tokenized each turn (`full`, as before issue 23) or only the new suffix
+(`incremental`). It contends with the training loop for the GIL as the real worker does.
+
+`--torch-profile` adds a `torch.profiler` table of two trainer steps and two bare steps (the top
+operators by device time) to the JSON.
+
 Prints forwarded tokens/s of each and their ratio; `--json` writes the figures (default under
 benchmarks/results/gpu/ on a GPU).
 """
@@ -33,6 +44,7 @@ benchmarks/results/gpu/ on a GPU).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -238,6 +250,81 @@ def _tokenizer(vocab: int) -> Any:
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", bos_token="<s>", unk_token="<unk>")
 
 
+class AccountingLoad:
+    """A thread playing guessing-game episodes through `TokenLedger`, `turns_per_s` turns a second
+    at most (as the rollout worker's accounting thread does in the trainer's process)."""
+
+    def __init__(self, mode: str, turns_per_s: float) -> None:
+        import gzip
+        import threading
+
+        from openenv_trainers.chat import use_tool_chat_template
+        from tokenizers import Tokenizer
+        from transformers import PreTrainedTokenizerFast
+
+        fixture = REPO_ROOT / "trainers/tests/data/smollm2-135m-instruct-tokenizer.json.gz"
+        backend = Tokenizer.from_str(gzip.decompress(fixture.read_bytes()).decode())
+        tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|im_end|>")
+        self.tokenizer = use_tool_chat_template(tokenizer)
+        self.incremental = mode == "incremental"
+        self.interval_s = 1.0 / turns_per_s
+        self.turns = 0
+        self.busy_s = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="openenv-accounting-load", daemon=True)
+
+    def _run(self) -> None:
+        from openenv_trainers.accounting import TokenLedger
+        from openenv_trainers.chat import parse_assistant, tool_call_text
+        from openenv_trainers.guess_task import guess_messages
+
+        tool = {"type": "function", "function": {"name": "guess", "description": "Guess the number.", "parameters": {
+            "type": "object", "properties": {"number": {"type": "integer", "description": "the guess"}}, "required": ["number"]}}}
+        turns = [self.tokenizer(tool_call_text("guess", {"number": k}) + "<|im_end|>", add_special_tokens=False)["input_ids"] for k in range(1, 6)]
+        next_at = time.perf_counter()
+        while not self._stop.is_set():
+            ledger = TokenLedger(self.tokenizer, guess_messages(), tools=[tool], incremental=self.incremental)
+            for k, ids in enumerate(turns):
+                now = time.perf_counter()
+                if now < next_at:
+                    self._stop.wait(next_at - now)
+                next_at = max(next_at + self.interval_s, time.perf_counter() - 1.0)
+                if self._stop.is_set():
+                    return
+                t0 = time.perf_counter()
+                message = parse_assistant(self.tokenizer, ids, prefix=ledger.ids, tools=[tool])
+                ledger.add_sampled(ids, [-0.5] * len(ids), message)
+                if k < len(turns) - 1:
+                    ledger.add_messages([{"role": "tool", "name": "guess", "content": "higher" if k % 2 else "lower"}])
+                self.busy_s += time.perf_counter() - t0
+                self.turns += 1
+
+    def __enter__(self) -> AccountingLoad:
+        self.started = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.elapsed_s = time.perf_counter() - self.started
+
+
+def _profile_table(prof: Any) -> str:
+    key = "self_device_time_total"
+    try:
+        return str(prof.key_averages().table(sort_by=key, row_limit=25))
+    except Exception:  # older torch names it cuda
+        return str(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=25))
+
+
+def _profiler(device: str) -> Any:
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    return profile(activities=activities)
+
+
 def _sync(device: str) -> None:
     import torch
 
@@ -280,7 +367,14 @@ def bare_steps(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str
     autocast = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=device.startswith("cuda"))
     times, tokens = [], []
     k = args.rows_per_step
+    prof = None
     for step in range(args.warmup_steps + args.steps):
+        if args.torch_profile and step == args.warmup_steps:
+            prof = _profiler(device).__enter__()
+        if prof is not None and step == args.warmup_steps + 2:
+            prof.__exit__(None, None, None)
+            current["profile"] = _profile_table(prof)
+            prof = None
         batch = prepared[step * k : (step + 1) * k]
         _sync(device)
         t0 = time.perf_counter()
@@ -298,8 +392,14 @@ def bare_steps(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str
         if step >= args.warmup_steps:
             times.append(time.perf_counter() - t0)
             tokens.append(sum(b["input_ids"].shape[1] for b in batch))
+    if prof is not None:
+        prof.__exit__(None, None, None)
+        current["profile"] = _profile_table(prof)
     del model, optimizer, prepared
-    return _summary(times, tokens)
+    out = _summary(times, tokens)
+    if "profile" in current:
+        out["torch_profile"] = current["profile"]
+    return out
 
 
 def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work: Path) -> dict[str, Any]:
@@ -314,6 +414,7 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
         from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 
     device = args.device
+    args_ = args
     cuda = device.startswith("cuda")
     model_dir = Path(args.model_dir) if args.model_dir else work / "model"
     if not args.model_dir:
@@ -323,11 +424,18 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
     tree_attention.use_sdpa_tree_attention()
     ends: list[float] = []
     logs: list[dict[str, float]] = []
+    profiled: dict[str, Any] = {}
 
     class Timer(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             _sync(device)
             ends.append(time.perf_counter())
+            if args_.torch_profile and state.global_step == args_.warmup_steps:
+                profiled["prof"] = _profiler(device).__enter__()
+            elif "prof" in profiled and state.global_step == args_.warmup_steps + 2:
+                prof = profiled.pop("prof")
+                prof.__exit__(None, None, None)
+                profiled["table"] = _profile_table(prof)
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             _sync(device)
@@ -356,7 +464,9 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
 
     trainer.log = log  # type: ignore[method-assign,assignment]
     builds = tree_attention.mask_builds()
-    trainer.train()
+    load = AccountingLoad(args.accounting, args.accounting_turns_per_s) if args.accounting != "none" else None
+    with load or contextlib.nullcontext():
+        trainer.train()
     builds = tree_attention.mask_builds() - builds
     times = [b - a for a, b in zip(ends[:-1], ends[1:], strict=True)][args.warmup_steps :]
     step_logs = [entry for entry in logs if "batch/forwarded_tokens_per_step" in entry]
@@ -368,6 +478,11 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
     out["trl_fwd_bwd_s_median"] = statistics.median(e["perf/fwd_bwd_s"] for e in step_logs[args.warmup_steps :])
     out["trl_optimizer_s_median"] = statistics.median(e["perf/optimizer_s"] for e in step_logs[args.warmup_steps :])
     out["gpu_mem_peak_gb"] = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
+    if load is not None:
+        out["accounting"] = {"mode": args.accounting, "target_turns_per_s": args.accounting_turns_per_s,
+                             "turns_per_s": load.turns / load.elapsed_s, "busy_share": load.busy_s / load.elapsed_s}
+    if "table" in profiled:
+        out["torch_profile"] = profiled["table"]
     del trainer
     return out
 
@@ -394,6 +509,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--gradient-checkpointing", action="store_true", help="the trainer recomputes activations (TRL's default)")
     p.add_argument("--skip-bare", action="store_true")
+    p.add_argument("--accounting", choices=["none", "full", "incremental"], default="none",
+                   help="a thread doing the rollout worker's token accounting beside the trainer (see above)")
+    p.add_argument("--accounting-turns-per-s", type=float, default=130.0)
+    p.add_argument("--torch-profile", action="store_true", help="a torch.profiler table of two steps of each, in the JSON")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torch-threads", type=int, default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--json", help="where to write the figures (default on a GPU: benchmarks/results/gpu/trainer-step-<device>-<date>.json)")
@@ -447,6 +566,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "model": args.model_dir or args.model, "weights": "folder" if args.model_dir else "random",
             "token_budget": args.token_budget, "rows_per_step": args.rows_per_step, "steps": args.steps,
             "warmup_steps": args.warmup_steps, "gradient_checkpointing": args.gradient_checkpointing,
+            "accounting": args.accounting, "accounting_turns_per_s": args.accounting_turns_per_s,
             "shape": dataclasses.asdict(args.shape), "precision": "bf16 autocast, float32 weights" if cuda else "float32",
         },
         "trainer": trainer,
@@ -456,6 +576,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "bare_over_trainer": ratio,
     }
     line = f"trainer: {trainer['forwarded_tokens_per_s']:,.0f} forwarded tokens/s (median step {trainer['median_step_s']:.3f} s)"
+    if "accounting" in trainer:
+        line += f" beside {args.accounting} accounting at {trainer['accounting']['turns_per_s']:.0f} turns/s (busy {trainer['accounting']['busy_share']:.0%})"
     if bare:
         line += f"; bare: {bare['forwarded_tokens_per_s']:,.0f} tokens/s (median step {bare['median_step_s']:.3f} s); bare/trainer = {ratio:.2f}"
     print(line, flush=True)
