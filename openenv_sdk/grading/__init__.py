@@ -1,5 +1,12 @@
 """Grading an untrusted solution from a trusted process: proxies of the solution's modules whose
 calls run in a worker process (`remote`), and a pytest plugin that installs them (`pytest_remote`).
+
+For checks that must run the agent's programs or read its repository (imported as submodules):
+`program_runs` (`ProgramRunServer`: each program a check runs, in a sandbox command of its own,
+with the stdlib client `run_program.py`), `trusted_git` (git that reads none of the repository's
+config, hooks, attributes or filters), `pytest_sandboxed` (a verifier's pytest whose imports of
+the agent's modules and whose processes go through them) and `shell_lint` (lines of a shell
+check that run the agent's code themselves).
 """
 
 from openenv_sdk.grading._channel import Spawn, prefixed_spawn, spawn_subprocess
