@@ -12,8 +12,8 @@ samples buffered or in flight ahead of it, a new group of `g` samples is consume
 for steps that take fewer samples than the average). It is the trainer's own time that decides
 the other bound: while a group is being generated (`D` seconds, measured) the trainer eats
 `rate * D` samples (`rate`: samples per second of its busy time, i.e. not counting the time it
-waited for samples), so up to that many are admitted as long as they still fit in the whole
-horizon; the trainer is never left waiting to save a sample that would not have gone stale. With
+waited for samples), so while less than that is ahead a group starts, as long as it still fits in
+the whole horizon; the trainer is never left waiting to save a sample that would not have gone stale. With
 nothing buffered or in flight a group always starts, so pacing can slow the worker but never
 stall it.
 
@@ -185,17 +185,24 @@ class AdmissionController:
         ahead = buffered + inflight_episodes * self._yield
         if ahead <= 0:
             return True  # nothing on its way to the trainer: never stall it
-        limit = self._limit()
-        return ahead + self.group_size * self._yield <= limit
+        after = ahead + self.group_size * self._yield
+        paced, fresh = self._bounds()
+        # Fill the horizon; beyond that, replenish while less than the trainer's depth is ahead, as
+        # long as the group can still be fresh.
+        return after <= paced or (ahead < self._depth() and after <= fresh)
 
-    def _limit(self) -> float:
+    def _bounds(self) -> tuple[float, float]:
+        """(paced, fresh): what may be ahead of the trainer in samples, by `fill`, and at most."""
         c = self._consumed_now
         per_version = self._per_version()
         paced = self.config.fill * (self.max_staleness + 1) * per_version - c
         # The most that may still be fresh: steps vary (token-budget batching), and a step that has
         # taken more than the average is not over, so it takes at least one more group.
         most = max(per_version + self._spread, c + self.group_size * self._yield)
-        fresh = (self.max_staleness + 1) * most - c
+        return paced, (self.max_staleness + 1) * most - c
+
+    def _limit(self) -> float:
+        paced, fresh = self._bounds()
         return max(paced, min(fresh, self._depth()))
 
     def _per_version(self) -> float:
@@ -205,7 +212,7 @@ class AdmissionController:
     def _depth(self) -> float:
         if self._rate is None or self._group_s is None:
             return 0.0
-        return self._rate * self._group_s * (1 + self.config.depth_margin) + self.group_size * self._yield
+        return self._rate * self._group_s * (1 + self.config.depth_margin)
 
     def _close_pause(self, now: float) -> None:
         if self._paused_since is not None:

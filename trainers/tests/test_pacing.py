@@ -197,7 +197,7 @@ def test_admission_rule_by_hand() -> None:
     assert not c.admit(buffered=64, inflight_episodes=0, room=True)  # 72 > 81 - 10
     # a slow sampler (long groups) raises the depth up to the whole horizon, not past it
     c.group_done(20.0, episodes=8, samples=8)
-    assert c.admit(buffered=64, inflight_episodes=0, room=True)  # depth 5/s x 20 s x 1.25 + 8 > 90 - 10 >= 72
+    assert c.admit(buffered=64, inflight_episodes=0, room=True)  # 64 ahead < depth 5/s x 20 s x 1.25; 72 <= 90 - 10
     assert not c.admit(buffered=80, inflight_episodes=0, room=True)  # 88 > 80: would go stale anyway
 
 
