@@ -742,6 +742,38 @@ def test_a_git_trap_in_a_solved_task_changes_nothing(served: Served) -> None:
         assert score.value == 1.0, score.evidence
 
 
+@pytest.fixture(scope="module")
+def image_client() -> Iterator[GenericEnvClient]:
+    """The environment's image, as `GenericEnvClient(image=...)` starts it (OPENENV_TEST_CONTAINERS=1)."""
+    if os.environ.get("OPENENV_TEST_CONTAINERS") != "1":
+        pytest.skip("container tests are off (set OPENENV_TEST_CONTAINERS=1 with a container engine)")
+    from openenv_sdk.build import build_image
+
+    with GenericEnvClient(image=build_image(ENV_DIR, output="quiet")) as owner:
+        if owner.base_url is None:
+            owner.connect()
+        yield owner
+
+
+@pytest.mark.timeout(1200)
+def test_the_forcer_scores_zero_in_the_image_too(image_client: GenericEnvClient) -> None:
+    """The same attacks against the image: as the program three checks run, and through the git traps."""
+    with client_of(image_client) as client:
+        for task_id in ("greet_script", "stats_py", "fix_fibonacci"):
+            path, _, daemon_files = PROGRAM_TASKS[task_id]
+            client.reset(task_id=task_id)
+            _install_forcer(client, path, daemon_files)
+            score = grade(terminal_grader.TerminalGrader(), client)
+            assert score.value == 0.0, score.evidence
+            _assert_check_ran_to_its_end_and_failed(score.evidence["check_passes"])
+        client.reset(task_id="git_merge_conflict")
+        client.call_tool("write_file", path=".forcer.py", content=FORCER)
+        bash(client, f"REPO=repo FORCER=$PWD/.forcer.py bash -c {shlex.quote(GIT_TRAPS)} && rm .forcer.py")
+        score = grade(terminal_grader.TerminalGrader(), client)
+        assert score.value == 0.0, score.evidence
+        _assert_check_ran_to_its_end_and_failed(score.evidence["check_passes"])
+
+
 # --- controls -----------------------------------------------------------------------------------
 
 
