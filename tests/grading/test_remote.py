@@ -150,7 +150,7 @@ def session(tmp_path: Path) -> Iterator[RemoteSession]:
 def test_exported_api() -> None:
     assert sorted(grading.__all__) == sorted([
         "DEFAULT_TIMEOUT_S", "ChannelError", "CodecError", "Limits", "NotSendable", "ProtocolError",
-        "RemoteCallable", "RemoteError", "RemoteModule", "RemoteObject", "RemoteSession", "RemoteTimeout",
+        "RemoteCallable", "RemoteError", "RemoteModule", "RemoteObject", "RemoteSession", "RemoteTimeout", "RemoteValue",
         "SolutionImportError", "Spawn", "StaleHandle", "WorkerDied", "install_remote_modules",
         "prefixed_spawn", "spawn_subprocess",
     ])  # fmt: skip
