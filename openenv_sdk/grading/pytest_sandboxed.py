@@ -6,7 +6,8 @@ tests: they import the agent's modules and run its programs with `subprocess`). 
 
 - the agent's modules (each `<name>.py` at the top of the agent's folder) are installed as
   `RemoteModule` proxies (`openenv_sdk.grading.remote`): `import fib` gives a proxy whose calls run
-  in a worker started through the program-run server, in a fresh sandbox;
+  in a worker started through the program-run server, in a fresh sandbox. A name the verifier
+  has itself (a module beside the tests, or on the trusted `sys.path`) stays the verifier's;
 - any other import of a file under the agent's folder (a package, a `sys.path` entry the tests
   added) is refused with `ImportError`: the agent's code never runs in this interpreter;
 - every process the tests start (`subprocess.*`, `os.popen`, `os.system`) runs through the
@@ -86,19 +87,38 @@ class _AgentImportGuard:
         return None
 
 
-def _agent_modules(agent_dir: str) -> list[str]:
+def _agent_modules(agent_dir: str, trusted_dirs: Sequence[Path]) -> list[str]:
+    """The agent's top-level modules to proxy: not a name the verifier has itself (a module beside
+    the tests, or one on the trusted `sys.path`), which the agent's file must not shadow."""
     names = []
     for path in sorted(Path(agent_dir).glob("*.py")):
         name = path.stem
         if (
-            name.isidentifier()
-            and name not in sys.stdlib_module_names
-            and name not in _RESERVED
-            and name not in sys.modules
-            and not name.startswith("test_")
+            not name.isidentifier()
+            or name in sys.stdlib_module_names
+            or name in _RESERVED
+            or name in sys.modules
+            or name.startswith("test_")
+            or any((d / f"{name}.py").exists() or (d / name / "__init__.py").exists() for d in trusted_dirs)
         ):
-            names.append(name)
+            continue
+        spec = importlib.machinery.PathFinder.find_spec(name)
+        origin = getattr(spec, "origin", None)
+        if spec is not None and not (origin and os.path.realpath(origin).startswith(agent_dir + os.sep)):
+            continue
+        names.append(name)
     return names
+
+
+def _test_dirs(config: pytest.Config) -> list[Path]:
+    """The folders of the tests pytest was given, and its root: where the verifier's own modules are."""
+    dirs = {Path(config.rootpath)}
+    for arg in config.args:
+        path = Path(str(arg).split("::", 1)[0])
+        if not path.is_absolute():
+            path = Path(config.invocation_params.dir) / path
+        dirs.add(path if path.is_dir() else path.parent)
+    return sorted(dirs)
 
 
 def _patch_processes(settings: dict[str, str]) -> None:
@@ -139,7 +159,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings is None:
         return
     agent_dir = settings["agent_dir"]
-    modules = _agent_modules(agent_dir)
+    modules = _agent_modules(agent_dir, _test_dirs(config))
     if modules:
         spawn = prefixed_spawn(_client_prefix(settings, agent_dir, pass_env=False))
         session = RemoteSession(

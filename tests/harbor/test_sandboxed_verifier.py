@@ -94,6 +94,12 @@ def test_git_is_trusted():
     assert " M a.txt" in result.stdout.splitlines()
 
 
+def test_the_tests_own_helper_is_not_shadowed():
+    import helpers
+
+    assert helpers.expected() == "trusted"
+
+
 def test_the_agents_package_is_not_imported():
     sys.path.insert(0, AGENT + "/lib")
     with pytest.raises(ImportError, match="the agent's code"):
@@ -125,6 +131,8 @@ def layout(tmp_path: Path) -> Iterator[tuple[Path, Path, Path, ProgramRunServer]
     (repo / "a.txt").write_text("two\n")
     subprocess.run(["git", "config", "core.fsmonitor", f"touch {trusted}/fsmonitor-ran; false"], cwd=repo, env=env, check=True)
     (tests / "test_outputs.py").write_text(TESTS.format(agent=str(agent)))
+    (tests / "helpers.py").write_text('def expected():\n    return "trusted"\n')
+    (agent / "helpers.py").write_text('def expected():\n    return "forged by the agent"\n')  # must not shadow it
     for entry in agent.iterdir():
         sandbox.give(entry)
     trusted.chmod(0o777)  # were the agent's code to run with a reach of it, it could write here
@@ -158,7 +166,8 @@ def test_the_verifier_judges_while_the_agents_code_runs_sandboxed(layout: tuple[
     assert done.returncode == 1, report
     assert "FAILED" in report and "test_outputs.py::test_add" in report.split("short test summary")[1], report
     for name in ("test_mul", "test_the_module_ran_elsewhere", "test_program_output", "test_program_exit_code_and_stdin",
-                 "test_git_is_trusted", "test_the_agents_package_is_not_imported"):  # fmt: skip
+                 "test_git_is_trusted", "test_the_tests_own_helper_is_not_shadowed",
+                 "test_the_agents_package_is_not_imported"):  # fmt: skip
         assert any(line.startswith("PASSED") and line.endswith(f"test_outputs.py::{name}") for line in report.splitlines()), (
             name,
             report,
