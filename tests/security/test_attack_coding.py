@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from openenv_sdk.client import GenericEnvClient
+from openenv_sdk.grading.pytest_run import REPORT_FILE, HiddenTestRun
 from openenv_sdk.providers.local import LocalProcessProvider
 from openenv_sdk.rubric import grade
 from openenv_sdk.sandbox import isolation_mode
@@ -192,8 +193,9 @@ _FORGERIES = {
         "       'test_fizzbuzz.py::test_zero_and_negative', 'test_fizzbuzz.py::test_long_run']\n"
         "report = json.dumps({'exitstatus': 0, 'collected': ids, 'outcomes': {i: 'passed' for i in ids},\n"
         "                     'messages': {}, 'collect_errors': {}})\n"
-        "targets = ['openenv_report.json', '../openenv_report.json', '/tmp/openenv_report.json']\n"
-        "targets += glob.glob('/tmp/openenv-coding-*/openenv_report.json') + glob.glob('/tmp/*/openenv_report.json')\n"
+        f"name = {REPORT_FILE!r}\n"  # the trusted run's report (openenv_sdk.grading.pytest_run)
+        "targets = [name, os.path.join('..', name), os.path.join('/tmp', name)]\n"
+        "targets += [os.path.join(d, name) for d in glob.glob('/tmp/openenv-*') + glob.glob('/tmp/*/')]\n"
         "for target in targets:\n"
         "    try:\n"
         "        open(target, 'w').write(report)\n"
@@ -319,8 +321,9 @@ def test_remote_objects_never_forward_eq_ne_or_hash(session: GenericEnvClient) -
     """Two remote objects compared with ==, != and hash() never ask the solution."""
     session.reset(task_id="fizzbuzz")
     write(session, "solution.py", _LIAR)
-    run = session.call("run_checks", files={"test_liar.py": _LIAR_TEST}, pytest_args=["-q", "test_liar.py"])
-    assert run["exit_code"] == 0 and "1 passed" in run["stdout"], run["stdout"] + run["stderr"]
+    answer = session.call("run_checks", files={"test_liar.py": _LIAR_TEST}, pytest_args=["test_liar.py"])
+    run = HiddenTestRun.model_validate(answer)
+    assert run.all_passed(["test_liar.py::test_remote_objects_answer_eq_ne_hash_here"]), run
 
 
 def test_an_endless_loop_at_import_scores_zero_in_bounded_time(session: GenericEnvClient) -> None:

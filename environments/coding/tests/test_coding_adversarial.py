@@ -17,6 +17,7 @@ from coding_support import AS_ROOT, coding_env, connect, reference, tool_text
 
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.errors import OpenEnvError, ToolCallError
+from openenv_sdk.grading.pytest_run import REPORT_FILE
 from openenv_sdk.rubric import grade
 
 needs_root = pytest.mark.skipif(
@@ -59,10 +60,10 @@ def test_grading_leaves_nothing_behind_to_find(session: GenericEnvClient, grader
         session,
         # A checkout of the repository (hidden/ included) may live under /tmp too: not a leftover.
         f"ls {Path(workspace).parent}; find /tmp -path '*/environments/coding/hidden' -prune -o "
-        "\\( -name 'test_lru_cache.py' -o -name 'openenv_report.json' \\) -print 2>/dev/null; echo searched",
+        f"\\( -name 'test_lru_cache.py' -o -name '{REPORT_FILE}' \\) -print 2>/dev/null; echo searched",
         timeout_s=25,
     )
-    assert "test_lru_cache.py" not in found and "openenv_report.json" not in found and "searched" in found
+    assert "test_lru_cache.py" not in found and REPORT_FILE not in found and "searched" in found
     if AS_ROOT:  # the session root cannot even be listed
         assert "Permission denied" in found
 
@@ -120,8 +121,10 @@ _PLANTED = {
         "import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
         "    report = yield\n    report.outcome = 'passed'\n    return report\n"
     ),
-    "pytest.ini": "[pytest]\naddopts = -p no:_openenv_report\n",
-    "_openenv_report.py": "def pytest_sessionfinish(session):\n    open('out/openenv_report.json', 'w').write('{}')\n",
+    "pytest.ini": "[pytest]\naddopts = -p no:openenv_sdk.grading._pytest_report\n",
+    "openenv_sdk/grading/_pytest_report.py": (  # a shadow of the report plugin, beside the solution
+        f"def pytest_sessionfinish(session):\n    open({REPORT_FILE!r}, 'w').write('{{}}')\n"
+    ),
     "sitecustomize.py": "import os\nos._exit(0)\n",
     "test_fizzbuzz.py": "def test_nothing():\n    pass\n",
 }
@@ -154,8 +157,12 @@ _HACKS = {
         "ids = [f'{f}::{n}' for f in glob.glob('test_*.py') for n in names(f)]\n"
         "payload = json.dumps({'exitstatus': 0, 'collected': ids, 'outcomes': {i: 'passed' for i in ids},\n"
         "                      'messages': {}, 'collect_errors': {}})\n"
-        "os.makedirs('out', exist_ok=True)\n"
-        "json.dump({'payload': payload, 'mac': '0' * 64}, open('out/openenv_report.json', 'w'))\n"
+        f"name = {REPORT_FILE!r}\n"  # the trusted run's report, wherever it might be
+        "for target in [name, os.path.join('..', name), *(os.path.join(d, name) for d in glob.glob('/tmp/openenv-*'))]:\n"
+        "    try:\n"
+        "        open(target, 'w').write(payload)\n"
+        "    except OSError:\n"
+        "        pass\n"
         "os._exit(0)\n"
     ),
     "patch pytest's reports": (
