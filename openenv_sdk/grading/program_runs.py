@@ -73,6 +73,11 @@ class RunRequest(BaseModel):
     cwd: str = Field(description="Its working directory: inside one of the server's folders (as the check sees it).")
     timeout_s: float = Field(gt=0, description="Its wall-clock limit, in seconds (at most the server's).")
     env: dict[str, str] | None = Field(default=None, description="Its whole environment (default: the server's).")
+    read_only: bool = Field(
+        default=False,
+        description="The folders read-only: for a long-lived run (a remote-module worker) whose code must not "
+        "change files while the check reads them.",
+    )
 
     @field_validator("argv")
     @classmethod
@@ -252,7 +257,8 @@ class ProgramRunServer:
         env = request.env if request.env is not None else self.env
         argv = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), *request.argv]
         try:
-            proc = self.sandbox.popen(argv, cwd=cwd, env=BWRAP_ENV, mounts=self.folders, stderr=subprocess.PIPE)
+            mounts = [m.model_copy(update={"writable": m.writable and not request.read_only}) for m in self.folders]
+            proc = self.sandbox.popen(argv, cwd=cwd, env=BWRAP_ENV, mounts=mounts, stderr=subprocess.PIPE)
         except (OSError, RuntimeError) as e:
             self._refuse(conn, f"the program could not start: {e}")
             return

@@ -6,7 +6,8 @@ tests: they import the agent's modules and run its programs with `subprocess`). 
 
 - the agent's modules (each `<name>.py` at the top of the agent's folder) are installed as
   `RemoteModule` proxies (`openenv_sdk.grading.remote`): `import fib` gives a proxy whose calls run
-  in a worker started through the program-run server, in a fresh sandbox. A name the verifier
+  in a worker started through the program-run server, in a fresh sandbox that sees the agent's
+  folder read-only (it lives across tests: nothing it starts may change files they read). A name the verifier
   has itself (a module beside the tests, or on the trusted `sys.path`) stays the verifier's;
 - any other import of a file under the agent's folder (a package, a `sys.path` entry the tests
   added) is refused with `ImportError`: the agent's code never runs in this interpreter;
@@ -62,10 +63,10 @@ def _settings() -> dict[str, str] | None:
     }
 
 
-def _client_prefix(settings: dict[str, str], cwd: str, *, pass_env: bool) -> list[str]:
+def _client_prefix(settings: dict[str, str], cwd: str, *, pass_env: bool, read_only: bool = False) -> list[str]:
     prefix = [sys.executable, "-I", "-S", settings["client"], "--socket", settings["socket"], "--cwd", cwd]
-    prefix += ["--timeout-s", settings["timeout_s"], *(["--pass-env"] if pass_env else []), "--"]
-    return prefix
+    prefix += ["--timeout-s", settings["timeout_s"], *(["--pass-env"] if pass_env else [])]
+    return [*prefix, *(["--read-only"] if read_only else []), "--"]
 
 
 class _AgentImportGuard:
@@ -161,7 +162,9 @@ def pytest_configure(config: pytest.Config) -> None:
     agent_dir = settings["agent_dir"]
     modules = _agent_modules(agent_dir, _test_dirs(config))
     if modules:
-        spawn = prefixed_spawn(_client_prefix(settings, agent_dir, pass_env=False))
+        # read-only: the worker lives across tests, and what it starts must not change the files
+        # they read (a process a test starts runs, and ends, within that test)
+        spawn = prefixed_spawn(_client_prefix(settings, agent_dir, pass_env=False, read_only=True))
         session = RemoteSession(
             modules, agent_dir, spawn=spawn, python=sys.executable, timeout_s=float(settings["timeout_s"])
         )

@@ -2,7 +2,7 @@
 
 A check (trusted code, in a grading sandbox) runs it instead of the agent's program:
 
-    python3 -I -S run_program.py --socket /path/run.sock [--cwd DIR] [--timeout-s 10] [--pass-env] -- ./bin/greet Alice
+    python3 -I -S run_program.py --socket /path/run.sock [--cwd DIR] [--timeout-s 10] [--pass-env] [--read-only] -- ./bin/greet Alice
 
 It sends the request over the unix socket, relays its own stdin to the program and the
 program's stdout and stderr to its own, and exits with the program's exit code (124 when the
@@ -103,6 +103,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cwd", default=None, help="the program's working directory (default: this one)")
     parser.add_argument("--timeout-s", type=float, default=10.0, help="the program's wall-clock limit, in seconds")
     parser.add_argument("--pass-env", action="store_true", help="give the program this process's environment")
+    parser.add_argument("--read-only", action="store_true", help="the program sees the server's folders read-only")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the program and its arguments")
     args = parser.parse_args(argv)
     if args.command and args.command[0] == "--":
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         "cwd": os.path.abspath(args.cwd or os.getcwd()),
         "timeout_s": args.timeout_s,
     }
+    if args.read_only:
+        request["read_only"] = True
     if args.pass_env:
         request["env"] = {k: v for k, v in os.environ.items() if k != SOCKET_ENV}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

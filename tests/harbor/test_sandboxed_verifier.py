@@ -40,6 +40,16 @@ for name in list(sys.modules):
 """
 
 SOLUTION = ATTACK + """
+import time
+if os.getuid() and os.fork() == 0:  # a daemon that keeps rewriting the file a later test reads (not as root)
+    os.setsid()
+    for _ in range(600):
+        try:
+            open({agent!r} + "/data.txt", "w").write("forged")
+        except OSError:
+            pass
+        time.sleep(0.05)
+    os._exit(0)
 def add(a, b):
     return a + b + 1  # wrong
 
@@ -57,7 +67,7 @@ print("ok")
 """
 
 TESTS = """
-import os, subprocess, sys
+import os, subprocess, sys, time
 import pytest
 import solution
 
@@ -94,6 +104,12 @@ def test_git_is_trusted():
     assert " M a.txt" in result.stdout.splitlines()
 
 
+def test_zz_a_file_the_worker_could_rewrite_is_intact():
+    solution.mul(1, 1)  # the worker (and its daemon) is alive
+    time.sleep(0.5)
+    assert open(AGENT + "/data.txt").read() == "original"
+
+
 def test_the_tests_own_helper_is_not_shadowed():
     import helpers
 
@@ -116,7 +132,8 @@ def layout(tmp_path: Path) -> Iterator[tuple[Path, Path, Path, ProgramRunServer]
     trusted, tests = tmp_path / "trusted", tmp_path / "tests"  # the verifier's own, outside the sandbox
     for folder in (trusted, tests):
         folder.mkdir(mode=0o755)
-    (agent / "solution.py").write_text(SOLUTION.format(trusted=str(trusted)))
+    (agent / "solution.py").write_text(SOLUTION.format(trusted=str(trusted), agent=str(agent)))
+    (agent / "data.txt").write_text("original")
     (agent / "prog.py").write_text(PROGRAM.format(trusted=str(trusted)))
     (agent / "lib" / "agentpkg").mkdir(parents=True)
     (agent / "lib" / "agentpkg" / "__init__.py").write_text(ATTACK.format(trusted=str(trusted)))
@@ -167,6 +184,7 @@ def test_the_verifier_judges_while_the_agents_code_runs_sandboxed(layout: tuple[
     assert "FAILED" in report and "test_outputs.py::test_add" in report.split("short test summary")[1], report
     for name in ("test_mul", "test_the_module_ran_elsewhere", "test_program_output", "test_program_exit_code_and_stdin",
                  "test_git_is_trusted", "test_the_tests_own_helper_is_not_shadowed",
+                 "test_zz_a_file_the_worker_could_rewrite_is_intact",
                  "test_the_agents_package_is_not_imported"):  # fmt: skip
         assert any(line.startswith("PASSED") and line.endswith(f"test_outputs.py::{name}") for line in report.splitlines()), (
             name,
