@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
 from openenv_sdk.agents import AgentHost
-from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_BYTES, run_hidden_tests
+from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_BYTES, check_solution_file, run_hidden_tests
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
 from openenv_sdk.sandbox import CommandResult, Isolation, Sandbox, SandboxLimits
@@ -74,8 +74,6 @@ PYTHON = os.path.abspath(sys.executable)
 """This server's interpreter, which the sandbox mounts at the same path (no `..` in it: the
 sandbox has only the runtime's folders, not the folders a relative path would cross)."""
 
-_MODULE_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-
 
 # --- tasks -----------------------------------------------------------------------------------
 
@@ -90,18 +88,13 @@ class Task(BaseModel):
     difficulty: Literal["easy", "medium", "hard"] = Field(description="easy, medium or hard.")
     category: str = Field(min_length=1, description="strings, lists, parsing, algorithms, ...")
     prompt: str = Field(min_length=1, description="What to implement, in which file.")
-    solution_file: str = Field(
-        default="solution.py", pattern=rf"^{_MODULE_NAME}\.py$", description="The one file that is graded."
-    )
+    solution_file: str = Field(default="solution.py", description="The one file that is graded (`<module>.py`).")
     files: dict[str, str] = Field(description="Starting files of the workspace, by relative path.")
 
     @field_validator("solution_file")
     @classmethod
-    def _not_a_shadow(cls, name: str) -> str:
-        module = name[:-3]
-        if module in sys.stdlib_module_names or module in ("pytest", "_pytest", "conftest", "pluggy"):
-            raise ValueError(f"solution_file {name!r} would shadow the module {module!r}")
-        return name
+    def _gradable(cls, name: str) -> str:
+        return check_solution_file(name)  # run_checks' own rule: a top-level module file that shadows nothing
 
     @field_validator("files")
     @classmethod

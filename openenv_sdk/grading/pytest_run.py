@@ -58,6 +58,7 @@ __all__ = [
     "MAX_TESTS_BYTES",
     "HiddenTestRun",
     "Outcome",
+    "check_solution_file",
     "run_hidden_tests",
 ]
 
@@ -245,11 +246,7 @@ def _check_arguments(
         raise ValueError("pytest_args must be a list of strings")
     if isinstance(solution_files, str) or not solution_files:
         raise ValueError('solution_files must be a non-empty list of file names, e.g. ["solution.py"]')
-    for name in solution_files:
-        if not isinstance(name, str) or not _SOLUTION_FILE.match(name):
-            raise ValueError(f"solution file {name!r} must be a module file in the working directory, e.g. 'solution.py'")
-    modules = [name.removesuffix(".py") for name in solution_files]
-    RemoteSession(modules, ".")  # its own check of the names (it starts nothing): no stdlib or pytest shadow
+    modules = [check_solution_file(name).removesuffix(".py") for name in solution_files]
     if not tests:
         raise ValueError("tests is empty: give at least one test file")
     size = 0
@@ -268,6 +265,22 @@ def _check_arguments(
 
 
 # --- the solution's files ------------------------------------------------------------------------
+
+
+def check_solution_file(name: str) -> str:
+    """`name`, if `run_hidden_tests` can grade it: a module file of the working directory
+    (`<identifier>.py`) whose module shadows nothing the trusted side imports (the standard
+    library, pytest, pluggy, conftest, openenv_sdk). An environment can check its tasks' solution
+    files with it when it loads them, by the same rule.
+
+    Raises:
+        ValueError: naming the problem.
+    """
+    if not isinstance(name, str) or not _SOLUTION_FILE.match(name):
+        raise ValueError(f"solution file {name!r} must be a module file in the working directory, e.g. 'solution.py'")
+    RemoteSession([name.removesuffix(".py")], ".")  # its own check of the name (it starts nothing)
+    return name
+
 
 _READER = r"""
 import base64, errno, json, os, stat, sys

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openenv_sdk.grading.pytest_run import MAX_SOLUTION_BYTES, HiddenTestRun, run_hidden_tests
+from openenv_sdk.grading.pytest_run import MAX_SOLUTION_BYTES, HiddenTestRun, check_solution_file, run_hidden_tests
 from openenv_sdk.sandbox import Sandbox
 
 TESTS = {
@@ -180,3 +180,21 @@ def test_bad_arguments_are_refused_by_name(sandbox: Sandbox, kwargs: dict[str, o
     with pytest.raises(ValueError) as refused:
         run_hidden_tests(sandbox, **arguments)  # type: ignore[arg-type]
     assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("pkg/solution.py", "must be a module file in the working directory"),
+        ("solution", "must be a module file"),
+        ("2fast.py", "must be a module file"),
+        ("json.py", "'json' would shadow a module the trusted side needs"),
+        ("pytest.py", "'pytest' would shadow"),
+        ("conftest.py", "'conftest' would shadow"),
+        ("openenv_sdk.py", "'openenv_sdk' would shadow"),
+    ],
+)
+def test_a_solution_file_is_checked_alone_by_the_same_rule(name: str, message: str) -> None:
+    assert check_solution_file("lru_cache.py") == "lru_cache.py"
+    with pytest.raises(ValueError, match=message):
+        check_solution_file(name)

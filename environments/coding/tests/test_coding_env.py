@@ -65,6 +65,18 @@ def test_task_files_hold_no_hidden_material() -> None:
         assert not any(n.name in file.read_text() for n in names if n.name.startswith("test_"))
 
 
+
+@pytest.mark.parametrize(
+    ("solution_file", "message"),
+    [("json.py", "would shadow"), ("openenv_sdk.py", "would shadow"), ("pkg/solution.py", "must be a module file")],
+)
+def test_a_task_whose_solution_file_cannot_be_graded_is_refused(solution_file: str, message: str) -> None:
+    """A task's solution file is checked at load by run_checks' own rule (pytest_run.check_solution_file)."""
+    task = {"id": "x", "title": "X", "difficulty": "easy", "category": "c", "prompt": "p", "files": {"a.py": ""}}
+    with pytest.raises(ValueError, match=message):
+        coding_env.Task.model_validate({**task, "solution_file": solution_file})
+    assert coding_env.Task.model_validate({**task, "solution_file": "a.py"}).solution_file == "a.py"
+
 def test_manifest_keeps_hidden_out_of_the_image() -> None:
     manifest = load_manifest(CODING_DIR)
     assert manifest.hidden == ["hidden", "tests"]
