@@ -685,7 +685,9 @@ for h in pre-commit post-commit post-checkout post-merge post-index-change refer
 done
 printf '* filter=x diff=x\n' > .gitattributes
 mkdir -p .git/info && printf '* filter=x diff=x\n' > .git/info/attributes
-mkdir -p sub && cd sub && git init -q && git config core.fsmonitor "python3 ../.git/forcer.py" && cd ..
+mkdir -p sub && cd sub && git init -q && git config core.fsmonitor "python3 ../.git/forcer.py"
+git -c user.name=a -c user.email=a@b commit -q --allow-empty -m sub && cd ..
+git -c core.fsmonitor= update-index --add --cacheinfo "160000,$(git -C sub rev-parse HEAD),sub"  # a submodule
 """
 
 
@@ -736,7 +738,8 @@ def test_a_git_trap_in_a_solved_task_changes_nothing(served: Served) -> None:
         root = workdir(client)
         client.call_tool("write_file", path=f"{root}/.forcer.py", content=FORCER)  # the solution left the shell in repo/
         traps = GIT_TRAPS.replace("printf '* filter=x diff=x\\n' > .gitattributes\n", "")
-        bash(client, f"cd {root} && REPO=repo FORCER=$PWD/.forcer.py bash -c {shlex.quote(traps)} && rm -rf repo/sub .forcer.py")
+        traps = traps[: traps.index("mkdir -p sub")]  # no submodule: the tree must stay the solution's
+        bash(client, f"cd {root} && REPO=repo FORCER=$PWD/.forcer.py bash -c {shlex.quote(traps)} && rm .forcer.py")
         assert "filter.x.clean" in bash(client, f"git -C {root}/repo config --list --local")
         score = grade(terminal_grader.TerminalGrader(), client)
         assert score.value == 1.0, score.evidence
