@@ -31,6 +31,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -183,7 +184,10 @@ def start_server(sessions: int) -> tuple[subprocess.Popen[bytes], str]:
         str(SERVE), "serve", ENV_DIR, "--host", "127.0.0.1", "--port", str(port),
         "--max-sessions", str(sessions + 2), "--log-level", "warning", "--no-auth",
     ]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, start_new_session=True)
+    # its output to a log, not ours (--json prints only the result)
+    log = open(Path(tempfile.gettempdir()) / f"bench_session_bounds-{port}.log", "wb")
+    with log:
+        proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
