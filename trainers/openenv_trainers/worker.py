@@ -408,6 +408,7 @@ class EnvRolloutWorker:
                     task = asyncio.create_task(self._run_group(next(group_ids), next(rows), version))
                     self._inflight += self.config.num_generations
                     self._inflight_by_version[version] += self.config.num_generations
+                    self.counters["admitted"] += 1
                     groups.add(task)
                     task.add_done_callback(self._group_done(groups))
                 self._update_breakers()
@@ -696,7 +697,6 @@ class EnvRolloutWorker:
 
     def _push_pacing_metrics(self) -> None:
         pacing = self.pacing.metrics()
-        self.counters["admitted"] = self.pacing.admitted
         generated = self.counters["generated"]
         pacing["worker/stale_fraction"] = self.counters["dropped_stale"] / generated if generated else 0.0
         self._push(pacing)
