@@ -182,6 +182,8 @@ class AdmissionController:
             return go
 
     def _fits(self, buffered: int, inflight_episodes: int) -> bool:
+        if self._version is None:
+            return True  # no trainer has reported a version: nothing can go stale
         ahead = buffered + inflight_episodes * self._yield
         if ahead <= 0:
             return True  # nothing on its way to the trainer: never stall it

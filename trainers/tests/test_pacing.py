@@ -218,8 +218,17 @@ def test_paused_time_counts_only_while_pacing_holds_back() -> None:
 
 def test_disabled_pacing_admits_whatever_fits() -> None:
     c = AdmissionController(max_staleness=0, group_size=4, prior_samples_per_version=8, config=PacingConfig(enabled=False))
+    c.version(1)
     assert c.admit(buffered=500, inflight_episodes=64, room=True)
     assert not c.admit(buffered=0, inflight_episodes=0, room=False)
+
+
+def test_without_a_trainers_version_nothing_is_held_back() -> None:
+    """A consumer that never reports versions (the worker used on its own) cannot make anything stale."""
+    c = AdmissionController(max_staleness=0, group_size=4, prior_samples_per_version=8)
+    assert c.admit(buffered=500, inflight_episodes=64, room=True)
+    c.version(1)
+    assert not c.admit(buffered=500, inflight_episodes=64, room=True)
 
 
 def test_bad_settings_are_refused_with_the_field_named() -> None:
