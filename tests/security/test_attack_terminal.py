@@ -560,9 +560,16 @@ def attack():
 
 
 def daemon(files):
+    # it starts writing only once this program has exited (and a little after): whatever it
+    # writes then is written by a survivor, while the check's later conditions run
+    read_end, write_end = os.pipe()
     if os.fork() == 0:
+        os.close(write_end)
         os.setsid()
         if os.fork() == 0:
+            while os.read(read_end, 1):
+                pass
+            time.sleep(0.3)
             end = time.time() + 30
             while time.time() < end:
                 for path, text in files.items():
@@ -575,6 +582,8 @@ def daemon(files):
                         pass
                 time.sleep(0.05)
         os._exit(0)
+    os.close(read_end)
+    return write_end  # kept open until this program exits
 
 
 if os.getuid() == 0:
@@ -588,8 +597,7 @@ try:
     files = json.load(open(os.path.join(here, ".daemon.json")))
 except (OSError, ValueError):
     files = {}
-if files:
-    daemon({os.path.join(here, k): v for k, v in files.items()})
+keep = daemon({os.path.join(here, k): v for k, v in files.items()}) if files else None
 done = attack()
 sys.stderr.write(f"forcer: {done}\n")
 print("wrong")
