@@ -16,7 +16,8 @@ In one process, on one device, over the same packed tokens:
   `on_step_end` to the next, the device synchronised.
 - **bare**: the same model shape (same seed) fed the very rows the trainer's planner packs from
   the same samples, with the same dense boolean tree mask through
-  `scaled_dot_product_attention` (masks built before timing), a plain next-token cross-entropy,
+  `scaled_dot_product_attention` (masks built before timing, padded as the tree attention pads
+  them, `--pad-multiple`), a plain next-token cross-entropy,
   `loss.backward()`, gradient clipping and `torch.optim.AdamW` (fused on CUDA) under the same
   bf16 autocast; no checkpointing.
 
@@ -336,7 +337,7 @@ def bare_steps(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str
     """fwd+bwd+clip+AdamW over `rows`, `--rows-per-step` rows a step, with the dense tree mask."""
     import torch
     import torch.nn.functional as F
-    from openenv_trainers.tree_attention import tree_mask
+    from openenv_trainers.tree_attention import padded_length, padded_tree_mask
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface
 
@@ -348,8 +349,11 @@ def bare_steps(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str
         if key.shape[1] != query.shape[1]:
             repeat = query.shape[1] // key.shape[1]
             key, value = key.repeat_interleave(repeat, dim=1), value.repeat_interleave(repeat, dim=1)
+        n, padded = query.shape[2], current["mask"].shape[0]
+        if padded > n:  # the same padding as the tree attention's (its module docstring says why)
+            query, key, value = (F.pad(x, (0, 0, 0, padded - n)) for x in (query, key, value))
         out = F.scaled_dot_product_attention(query, key, value, attn_mask=current["mask"], scale=scaling)
-        return out.transpose(1, 2).contiguous(), None
+        return out[:, :, :n].transpose(1, 2).contiguous(), None
 
     AttentionInterface.register("bench_dense_mask", dense_mask_sdpa)
     AttentionMaskInterface.register("bench_dense_mask", lambda **kwargs: None)
@@ -362,7 +366,10 @@ def bare_steps(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str
             "input_ids": row["input_ids"].to(device).unsqueeze(0),
             "position_ids": row["position_ids"].to(device).unsqueeze(0),
             "labels": row["shift_labels"].to(device),
-            "mask": tree_mask(len(row["input_ids"]), row["tree_kv_index"].to(device), row["tree_cu_seqlens_q"].to(device), row["tree_cu_seqlens_k"].to(device)),
+            "mask": padded_tree_mask(
+                len(row["input_ids"]), row["tree_kv_index"].to(device), row["tree_cu_seqlens_q"].to(device),
+                row["tree_cu_seqlens_k"].to(device), padded=padded_length(len(row["input_ids"]), args.pad_multiple),
+            ),
         })
     autocast = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=device.startswith("cuda"))
     times, tokens = [], []
@@ -421,7 +428,7 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
         build_model(args, model_dir)
     if not cuda:  # TRL reads the GPU's peak FLOP/s for its MFU metric; a CPU has none
         agt.get_peak_flops_per_device = lambda *a, **k: None
-    tree_attention.use_sdpa_tree_attention()
+    tree_attention.use_sdpa_tree_attention(pad_multiple=args.pad_multiple)
     ends: list[float] = []
     logs: list[dict[str, float]] = []
     profiled: dict[str, Any] = {}
@@ -455,7 +462,7 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
         model=str(model_dir), args=config, train_dataset=Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 8}),
         processing_class=_tokenizer(0), rollout_worker=StubWorker(samples), weight_transfer=NoTransfer(), callbacks=[Timer()],  # type: ignore[arg-type]
     )
-    tree_attention.use_sdpa_tree_attention()
+    tree_attention.use_sdpa_tree_attention(pad_multiple=args.pad_multiple)
     original_log = trainer.log
 
     def log(entry: dict[str, float], start_time: float | None = None) -> None:
@@ -508,6 +515,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--gradient-checkpointing", action="store_true", help="the trainer recomputes activations (TRL's default)")
+    p.add_argument("--pad-multiple", type=int, default=256, help="attention rows padded to a multiple of this (both steps)")
     p.add_argument("--skip-bare", action="store_true")
     p.add_argument("--accounting", choices=["none", "full", "incremental"], default="none",
                    help="a thread doing the rollout worker's token accounting beside the trainer (see above)")
@@ -565,6 +573,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "config": {
             "model": args.model_dir or args.model, "weights": "folder" if args.model_dir else "random",
             "token_budget": args.token_budget, "rows_per_step": args.rows_per_step, "steps": args.steps,
+            "pad_multiple": args.pad_multiple,
             "warmup_steps": args.warmup_steps, "gradient_checkpointing": args.gradient_checkpointing,
             "accounting": args.accounting, "accounting_turns_per_s": args.accounting_turns_per_s,
             "shape": dataclasses.asdict(args.shape), "precision": "bf16 autocast, float32 weights" if cuda else "float32",

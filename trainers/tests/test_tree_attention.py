@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -34,7 +35,14 @@ def _samples(rng: np.random.Generator) -> list[dict]:
     return out
 
 
-def test_tree_attention_equals_causal_attention_per_sample() -> None:
+@pytest.fixture(params=[1, 8, 256], ids=lambda m: f"pad{m}")
+def pad_multiple(request: pytest.FixtureRequest) -> Iterator[int]:
+    use_sdpa_tree_attention(pad_multiple=request.param)
+    yield request.param
+    use_sdpa_tree_attention()
+
+
+def test_tree_attention_equals_causal_attention_per_sample(pad_multiple: int) -> None:
     TreeRow = _packing()
     rng = np.random.default_rng(0)
     samples = _samples(rng)
@@ -179,3 +187,33 @@ def test_one_mask_per_micro_batch_for_every_layer_and_the_checkpointed_recomputa
         out.logits.sum().backward()
         counted.append(mask_builds() - before)
     assert counted == [1, 1]
+
+
+def test_padding_the_row_changes_neither_the_output_nor_the_gradients() -> None:
+    """The padded attention (a bucket of 64 for a row of ~30 tokens) against the unpadded one, forward and backward."""
+    TreeRow = _packing()
+    row = TreeRow()
+    for s in _branching_samples(np.random.default_rng(3), groups=2, depth=2):
+        row.add(s)
+    packed = row.pack()
+    n = len(packed["input_ids"])
+    assert n % 64
+    tree = {f"tree_{k}": packed[f"tree_{k}"] for k in ("kv_index", "cu_seqlens_q", "cu_seqlens_k")}
+    gen = torch.Generator().manual_seed(0)
+    base = [torch.randn(1, h, n, 8, generator=gen, dtype=torch.float64) for h in (4, 2, 2)]
+    results = []
+    for multiple in (1, 64):
+        use_sdpa_tree_attention(pad_multiple=multiple)
+        q, k, v = (x.clone().requires_grad_(True) for x in base)
+        out, _ = sdpa_tree_attention(None, q, k, v, None, **tree, scaling=0.3)
+        (out * torch.linspace(-1, 1, out.numel(), dtype=torch.float64).view_as(out)).sum().backward()
+        results.append((out.detach(), q.grad, k.grad, v.grad))
+    use_sdpa_tree_attention()
+    for a, b in zip(*results, strict=True):
+        assert torch.isfinite(b).all()
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_pad_multiple_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="pad_multiple must be at least 1"):
+        use_sdpa_tree_attention(pad_multiple=0)
