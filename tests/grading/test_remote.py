@@ -563,6 +563,7 @@ def hidden_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[s
     return {variant: _results(process) for variant, process in processes.items()}
 
 
+@pytest.mark.timeout(600)  # 50 tasks' runs: minutes on a loaded 2-core machine
 def test_every_tasks_hidden_tests_pass_with_the_reference(hidden_results: dict[str, dict[str, list[int]]]) -> None:
     results = hidden_results["reference"]
     assert len(results) == len(list((CODING / "tasks").glob("*.yaml"))) >= 50
@@ -570,6 +571,7 @@ def test_every_tasks_hidden_tests_pass_with_the_reference(hidden_results: dict[s
     assert not failing
 
 
+@pytest.mark.timeout(600)  # 50 tasks' runs: minutes on a loaded 2-core machine
 def test_every_tasks_hidden_tests_fail_with_the_stub(hidden_results: dict[str, dict[str, list[int]]]) -> None:
     results = hidden_results["stub"]
     assert len(results) >= 50
