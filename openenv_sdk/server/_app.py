@@ -31,6 +31,7 @@ from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._metrics import ServerMetrics
 from ._metrics import router as metrics_router
 from ._protocol import ProtocolError
+from ._protocols import ServerHttpProtocol
 from ._state import ServerState
 from ._tasks import router as tasks_router
 from ._tracing import TracingMiddleware
@@ -47,10 +48,20 @@ def uvicorn_limits(config: ServerConfig) -> dict[str, Any]:
     A WebSocket message a little over `max_message_bytes` (by up to an eighth, at least 64 KiB)
     is read and answered with a typed `MESSAGE_TOO_LARGE` error, and the session goes on; a
     larger one is refused by uvicorn before it is read whole (close code 1009, "message too
-    big"). Request headers are limited to 64 KiB; bodies by `max_message_bytes`, in the app.
+    big"). Request headers are limited to 64 KiB and to `header_timeout_s` (`ServerHttpProtocol`);
+    bodies by `max_message_bytes`, in the app.
+
+    No per-message compression on WebSockets: each connection's zlib streams cost tens of KiB,
+    and freeing them as connections churn left the heap fragmented (RSS grew ~12 MiB per 1,000
+    finished sessions and never came back); a step's few hundred bytes of JSON gain nothing.
     """
     slack = max(64 * 1024, config.max_message_bytes // 8)
-    return {"ws_max_size": config.max_message_bytes + slack, "h11_max_incomplete_event_size": 64 * 1024}
+    return {
+        "ws_max_size": config.max_message_bytes + slack,
+        "h11_max_incomplete_event_size": 64 * 1024,
+        "http": ServerHttpProtocol.with_header_timeout(config.header_timeout_s),
+        "ws_per_message_deflate": False,
+    }
 
 
 class _RedactTokens(logging.Filter):

@@ -16,7 +16,7 @@ class ServerConfig(BaseModel):
 
     Sessions: `max_sessions`, `idle_timeout_s`, `unreset_grace_s`, `max_mcp_sessions`.
     Environment code: `tool_timeout_s`, `max_abandoned_threads`.
-    Sizes: `max_message_bytes`, `max_json_depth`, `max_tool_result_bytes`, `max_transcript_bytes`.
+    Sizes and times on the wire: `max_message_bytes`, `header_timeout_s`, `max_json_depth`, `max_tool_result_bytes`, `max_transcript_bytes`.
     Access: `orchestrator_token`.
     Process: `gc_full_interval_s`.
     """
@@ -59,6 +59,12 @@ class ServerConfig(BaseModel):
         ge=4096,
         description="Bytes of the agent's tool calls kept per session for `transcript`: big arguments and "
         "outputs are cut and the oldest calls dropped, and the transcript says so.",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds a connection may take to send a whole HTTP request head (from its opening, "
+        "or from its previous response); past that it is closed (no slow-loris connection is held).",
     )
     orchestrator_token: SecretStr | None = Field(
         default=None,

@@ -93,6 +93,7 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
     except RuntimeError as e:  # sending on a socket the reaper closed
         logger.debug("session %s: websocket ended: %s", session.id[:8], e)
     finally:
+        session.on_reap = None  # the closure holds the session: no cycle left for the collector
         await state.sessions.close(session.id)
 
 
