@@ -39,7 +39,7 @@ class ServerHttpProtocol(HttpToolsProtocol):
 
     @classmethod
     def with_header_timeout(cls, header_timeout_s: float) -> type[ServerHttpProtocol]:
-        return _with_header_timeout(cls, header_timeout_s)
+        return _subclass(round(header_timeout_s * 1000))
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -86,11 +86,6 @@ class ServerHttpProtocol(HttpToolsProtocol):
 
 
 _PREFIX = "ServerHttpProtocol_ms"
-
-
-@functools.lru_cache(maxsize=32)
-def _with_header_timeout(cls: type[ServerHttpProtocol], header_timeout_s: float) -> type[ServerHttpProtocol]:
-    return _subclass(round(header_timeout_s * 1000))
 
 
 @functools.lru_cache(maxsize=32)

@@ -396,3 +396,53 @@ def test_server_request_id_is_echoed_or_generated(server: str) -> None:
         assert bad.headers["X-Request-Id"] != "x" * 300
         step = client.post("/step", json={"action": {"message": "hi"}, "request_id": "body-id"})
         assert step.headers["X-Request-Id"] == "body-id"
+
+
+# --- 9. HTTP slow loris ------------------------------------------------------------------------
+
+
+def test_server_attack_slow_loris_request_heads_are_cut_at_the_header_deadline() -> None:
+    """200 connections trickle a request head a byte at a time: each is closed once it has taken
+    `header_timeout_s` without finishing its head; the server answers meanwhile and after."""
+    import socket
+
+    with serve(hostile_app(header_timeout_s=1.0)) as url, open_session(url) as bystander:
+        host, port = url.removeprefix("http://").split(":")
+        head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+        sockets = [socket.create_connection((host, int(port)), timeout=5) for _ in range(200)]
+        started = time.monotonic()
+        closed: set[int] = set()
+        try:
+            for i in range(len(head)):
+                if len(closed) == len(sockets) or time.monotonic() - started > 8:
+                    break
+                for n, sock in enumerate(sockets):
+                    if n in closed:
+                        continue
+                    try:
+                        sock.sendall(head[i : i + 1])
+                    except OSError:  # reset by the server: it closed the connection
+                        closed.add(n)
+                time.sleep(0.2)
+            for n, sock in enumerate(sockets):  # what is left: the server must have closed it
+                if n not in closed:
+                    sock.settimeout(3)
+                    try:
+                        assert sock.recv(1024) == b"", "a connection trickling its head got an answer"
+                    except TimeoutError:
+                        raise AssertionError(f"a connection trickling its head is still held after {time.monotonic() - started:.1f} s") from None
+                    except OSError:  # reset: closed
+                        pass
+                    closed.add(n)
+            elapsed = time.monotonic() - started
+        finally:
+            for sock in sockets:
+                sock.close()
+        assert elapsed < 6, f"the heads were held {elapsed:.1f} s (header_timeout_s is 1 s)"
+        assert_alive(url, bystander)
+        # a whole head sent promptly is answered as before, also on a kept-alive connection
+        with httpx.Client(base_url=url, timeout=5) as client:
+            for _ in range(3):
+                assert client.get("/health").status_code == 200
+                time.sleep(0.4)
+    assert ServerConfig().header_timeout_s == 10.0  # finite by default
