@@ -54,7 +54,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from _docs import marked_sections
+from _churn import ChurnConfig, ChurnResult, churn_worker
+from _docs import marked_sections, write_marked_section
 from _proc import wait_until_idle
 from _rawws import RawWebSocket, serve_fixed_reply
 from _report import (
@@ -79,6 +80,7 @@ TOOLS_PYTHON = BENCH_DIR / "tools" / "bin" / "python"
 OURS_SERVE = REPO_ROOT / ".venv" / "bin" / "openenv"
 BLOCKING_ECHO_DIR = "benchmarks/echo_blocking"
 BARE_MCP_SERVER = REPO_ROOT / "benchmarks" / "bare_mcp_server.py"
+BARE_WS_SERVER = REPO_ROOT / "benchmarks" / "bare_ws_echo_server.py"
 DOCS_MD = REPO_ROOT / "docs" / "benchmarks.md"
 DOCS_PLOT = REPO_ROOT / "docs" / "img" / "bench_concurrency.png"
 
@@ -230,6 +232,11 @@ def openenv_target() -> Target:
         "{max_sessions}",
     )
     return Target("openenv", argv, "openenv")
+
+
+def bare_ws_target() -> Target:
+    """A bare `websockets` echo server with the same JSON shapes: the floor of a WS step."""
+    return Target("bare-ws", (sys.executable, str(BARE_WS_SERVER), "--port", "{port}"), "bare-ws")
 
 
 def ceiling_target() -> Target:
@@ -1092,6 +1099,153 @@ def mcp_client_vs_bare(dialect: HttpDialect, args: argparse.Namespace, res: Targ
     say(f"[bare MCPServer] mcp ClientSession.call_tool: {fmt_stats(res.mcp_bare)}")
 
 
+# --------------------------------------------------------------------------- churn
+
+
+def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnResult:
+    """A fresh server; `args.churn` sessions at once, each connect, reset, S steps, close; the
+    server's RSS before and right after (1 s after the last session closed)."""
+    n = args.churn
+    result = ChurnResult(target=target.name, client=client, sessions=n)
+    procs = max(1, min(args.churn_client_procs, n))
+    shares = [n // procs + (1 if i < n % procs else 0) for i in range(procs)]
+    ctx = mp.get_context("spawn")
+    out: mp.Queue = ctx.Queue()
+    server = ServerProcess(target, max_sessions=max(args.max_sessions, n + 16))
+    workers: list[mp.process.BaseProcess] = []
+    timeout_s = args.phase_timeout or max(60.0, n / 20)
+    try:
+        server.start()
+        time.sleep(1.0)  # the probe session torn down
+        result.baseline_rss_kib = server.rss_kib()
+        for share in shares:
+            cfg = ChurnConfig(
+                url=server.ws_url, sessions=share, steps=args.steps_per_session, client=client,
+                connect_parallelism=args.connect_parallelism, timeout_s=args.step_timeout,
+                reset_frame=RESET_FRAME, step_frame=STEP_FRAME,
+            )  # fmt: skip
+            w = ctx.Process(target=churn_worker, args=(cfg, out), daemon=True)
+            w.start()
+            workers.append(w)
+        done = _drain(out, "done", len(workers), timeout_s + 60)
+        result.ok_sessions = sum(m[1] for m in done)
+        result.ok_steps = sum(m[2] for m in done)
+        result.wall_s = max(m[4] for m in done) - min(m[3] for m in done)
+        errors: Counter[str] = Counter()
+        for m in done:
+            errors.update(m[5])
+        result.errors = dict(errors.most_common(5))
+        time.sleep(1.0)
+        result.after_rss_kib = server.rss_kib()
+    except (RuntimeError, TimeoutError, ProtocolMismatch) as e:
+        result.note = str(e).splitlines()[0][:200]
+    finally:
+        for worker in workers:
+            worker.join(10)
+            if worker.is_alive() and worker.pid is not None:
+                os.kill(worker.pid, signal.SIGKILL)
+                worker.join(5)
+        server.stop()
+    return result
+
+
+def run_ws_floor(targets: list[Target], args: argparse.Namespace) -> dict[str, list[float]]:
+    """WS step median (ms) of each server with the `websockets` client, the servers taking turns,
+    in `args.floor_rounds` rounds: the bare `websockets` server is the floor for that client."""
+    servers: list[ServerProcess] = []
+    medians: dict[str, list[float]] = {t.name: [] for t in targets}
+    try:
+        for target in targets:
+            server = ServerProcess(target, max_sessions=args.max_sessions)
+            server.start()
+            servers.append(server)
+        for _ in range(args.floor_rounds):
+            samples = asyncio.run(
+                interleaved_steps([s.ws_url for s in servers], "websockets", args.ws_steps, args.warmup, None)
+            )
+            for server, got in zip(servers, samples, strict=True):
+                medians[server.target.name].append(statistics.median(got) / 1e6)
+    finally:
+        for server in servers:
+            server.stop()
+    return medians
+
+
+def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args: argparse.Namespace) -> str:
+    """The churn section of docs/benchmarks.md (markdown, between its markers)."""
+    by = {(r.target, r.client): r for r in results}
+    lines = [
+        "<!-- bench_echo_churn: begin -->",
+        "## Churn: sessions that come and go",
+        "",
+        f"`python benchmarks/bench_echo.py --churn {args.churn} --churn-only --write-docs`: "
+        f"{args.churn:,} WebSocket sessions at once, each connects, resets, steps "
+        f"{args.steps_per_session} times and closes (openings paced {args.connect_parallelism} at a time, {args.churn_client_procs} client process(es)), "
+        f"against a fresh server per row; RSS is the server's, before and 1 s after the last session "
+        f"closed. {args.load_text.capitalize()}; {os.cpu_count()} cores shared with other work, so the figures are "
+        f"of this size and this machine only (the issue's target was set at 10,000 sessions).",
+        "",
+        "| server | client | sessions OK | steps/s | RSS before (MiB) | RSS right after (MiB) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.target} | {r.client} | {r.ok_sessions:,}/{r.sessions:,} | {r.steps_per_s:,.0f} | "
+            f"{r.baseline_rss_kib / 1024:.0f} | {r.after_rss_kib / 1024:.0f} |"
+            + (f" {r.note}" if r.note else "")
+            + (f" errors: {r.errors}" if r.errors else "")
+        )
+    lines.append("")
+    for client in args.churn_clients:
+        ours, theirs = by.get(("ours", client)), by.get(("openenv", client))
+        if ours and theirs and theirs.steps_per_s and theirs.after_rss_kib:
+            lines.append(
+                f"- {client} client: ours/OpenEnv steps/s x{ours.steps_per_s / theirs.steps_per_s:.2f}, "
+                f"RSS right after x{ours.after_rss_kib / theirs.after_rss_kib:.2f}."
+            )
+    if floor:
+        lines += [
+            "",
+            f"WS step median with the `websockets` client, one connection, {args.ws_steps} steps per round, "
+            f"the servers taking turns ({args.floor_rounds} rounds; `bare-ws` is `benchmarks/bare_ws_echo_server.py`, "
+            "the same JSON shapes on the bare `websockets` server: the floor for this client):",
+            "",
+            "| server | median per round (ms) | x bare (per round) |",
+            "|---|---|---|",
+        ]
+        bare = floor.get("bare-ws") or []
+        for name, medians in floor.items():
+            ratio = ", ".join(f"{m / b:.2f}" for m, b in zip(medians, bare, strict=False)) if bare else ""
+            lines.append(f"| {name} | {', '.join(f'{m:.3f}' for m in medians)} | {ratio} |")
+    lines.append("<!-- bench_echo_churn: end -->")
+    return "\n".join(lines) + "\n"
+
+
+def run_churn_section(targets: list[Target], args: argparse.Namespace) -> None:
+    churn_targets = [t for t in targets if t.name in ("ours", "openenv")]
+    results: list[ChurnResult] = []
+    for client in args.churn_clients:
+        for target in churn_targets:
+            wait_for_calm(args, f"{target.name} churn")
+            say(f"[{target.name}] churn: {args.churn} sessions, {client} client ({loadavg()}) ...")
+            r = run_churn(target, client, args)
+            results.append(r)
+            say(
+                f"[{target.name}] churn, {client} client: {r.ok_sessions}/{r.sessions} OK, {r.steps_per_s:,.0f} steps/s, "
+                f"RSS {r.baseline_rss_kib / 1024:.0f} -> {r.after_rss_kib / 1024:.0f} MiB"
+                + (f", note: {r.note}" if r.note else "") + (f", errors: {r.errors}" if r.errors else "")
+            )
+    floor = run_ws_floor([*churn_targets, bare_ws_target()], args) if args.floor_rounds else {}
+    for name, medians in floor.items():
+        say(f"[{name}] ws step median (websockets client) per round: {', '.join(f'{m:.3f}' for m in medians)} ms")
+    args.load_text = f"{loadavg()} after the run"
+    report = churn_report(results, floor, args)
+    print(report)
+    if args.write_docs:
+        write_marked_section(DOCS_MD, "<!-- bench_echo_churn: begin -->", "<!-- bench_echo_churn: end -->", report)
+        say(f"wrote the churn section of {DOCS_MD.relative_to(REPO_ROOT)}")
+
+
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -1185,6 +1339,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="ours",
         help="HTTP/MCP dialect of the 'ours' command (openenv: develop against OpenEnv)",
     )
+    p.add_argument(
+        "--churn", type=int, metavar="N", help="also run the churn workload: N sessions at once, each connect, "
+        "reset, --steps-per-session steps, close; and the WS step floor (a bare websockets server)"
+    )
+    p.add_argument("--churn-only", action="store_true", help="only the churn workload and the WS floor")
+    p.add_argument(
+        "--churn-clients", type=lambda v: v.split(","), default=["websockets", "raw"], help="clients for --churn"
+    )
+    p.add_argument("--churn-client-procs", type=int, default=1, help="client processes for --churn")
+    p.add_argument("--floor-rounds", type=int, default=3, help="rounds of the WS floor comparison (0: none)")
     p.add_argument("--write-docs", action="store_true", help="write docs/benchmarks.md and the plot")
     p.add_argument("--json", type=Path, help="also dump raw results as JSON to this file")
     p.add_argument("--serve-ceiling", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -1227,6 +1391,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_ceiling:
         targets.append(ceiling_target())
 
+    if args.churn_only:
+        if not args.churn:
+            say("error: --churn-only needs --churn N")
+            return 2
+        run_churn_section(targets, args)
+        return 0
+
     results: dict[str, TargetResults] = {t.name: TargetResults(t.name) for t in targets}
     started = time.monotonic()
     load_before = loadavg()
@@ -1264,6 +1435,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, attempts in runs.items():
                 results[name].concurrency.append(best_of(attempts))
                 results[name].concurrency_runs.extend(attempts)
+    if args.churn:
+        run_churn_section(targets, args)
     say(f"total time {time.monotonic() - started:.0f} s; {loadavg()} after the run")
     args.load_text = f"{load_before} before the run, {loadavg()} after it (1, 5, 15 min averages)"
 

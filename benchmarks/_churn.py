@@ -1,0 +1,125 @@
+"""The churn workload of bench_echo.py (`--churn N`): N sessions at once, each connects, resets,
+steps S times and closes; then the server's RSS right after.
+
+Run by client worker processes (`churn_worker`), with the `websockets` client or the raw-frame
+one (`_rawws.RawWebSocket`). Times are wall-clock (`time.time()`), comparable across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import time
+from collections import Counter
+from typing import Any
+
+from _rawws import RawWebSocket
+
+__all__ = ["ChurnConfig", "ChurnResult", "churn_worker"]
+
+
+@dataclasses.dataclass
+class ChurnConfig:
+    url: str
+    sessions: int
+    steps: int
+    client: str  # "websockets" or "raw"
+    connect_parallelism: int
+    timeout_s: float
+    reset_frame: str
+    step_frame: str
+
+
+@dataclasses.dataclass
+class ChurnResult:
+    """One server, one client, one run of the churn workload."""
+
+    target: str
+    client: str
+    sessions: int
+    ok_sessions: int = 0
+    ok_steps: int = 0
+    wall_s: float = 0.0
+    baseline_rss_kib: int = 0
+    after_rss_kib: int = 0
+    errors: dict[str, int] = dataclasses.field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.ok_steps / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def churn_worker(cfg: ChurnConfig, out: Any) -> None:
+    """A client process: run `cfg.sessions` episodes at once; put `("done", ok_sessions,
+    ok_steps, t_start, t_end, errors)` on `out`."""
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        uvloop.install()
+    try:
+        out.put(("done", *asyncio.run(_churn(cfg))))
+    except BaseException as e:
+        out.put(("crash", os.getpid(), f"{type(e).__name__}: {e}"))
+
+
+def _error_key(e: BaseException) -> str:
+    text = str(e).splitlines()[0][:100] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+async def _churn(cfg: ChurnConfig) -> tuple[int, int, float, float, dict[str, int]]:
+    from urllib.parse import urlsplit
+
+    import websockets
+
+    url = urlsplit(cfg.url)
+    gate = asyncio.Semaphore(cfg.connect_parallelism)
+    errors: Counter[str] = Counter()
+    raw_reset = RawWebSocket.frame(0x1, cfg.reset_frame.encode())
+    raw_step = RawWebSocket.frame(0x1, cfg.step_frame.encode())
+
+    async def episode() -> int:
+        steps = 0
+        async with gate:  # the connection's opening, as a client fleet would pace it
+            if cfg.client == "raw":
+                conn: Any = await RawWebSocket.open(url.hostname or "127.0.0.1", url.port or 80, url.path, cfg.timeout_s)
+            else:
+                conn = await websockets.connect(
+                    cfg.url, compression=None, ping_interval=None, open_timeout=cfg.timeout_s, proxy=None
+                )
+        try:
+            if cfg.client == "raw":
+                reply = await conn.request(raw_reset, cfg.timeout_s)
+                for _ in range(cfg.steps):
+                    reply = await conn.request(raw_step, cfg.timeout_s)
+                    if b"observation" not in reply[:40]:
+                        raise RuntimeError(f"not an observation: {reply[:200]!r}")
+                    steps += 1
+            else:
+                await conn.send(cfg.reset_frame)
+                await asyncio.wait_for(conn.recv(), cfg.timeout_s)
+                for _ in range(cfg.steps):
+                    await conn.send(cfg.step_frame)
+                    reply = await asyncio.wait_for(conn.recv(), cfg.timeout_s)
+                    if "observation" not in reply[:40]:
+                        raise RuntimeError(f"not an observation: {reply[:200]!r}")
+                    steps += 1
+        finally:
+            await conn.close()
+        return steps
+
+    async def counted() -> int:
+        try:
+            return await episode()
+        except Exception as e:
+            errors[_error_key(e)] += 1
+            return -1
+
+    t_start = time.time()
+    done = await asyncio.gather(*(counted() for _ in range(cfg.sessions)))
+    t_end = time.time()
+    ok = [n for n in done if n == cfg.steps]
+    return len(ok), sum(n for n in done if n > 0), t_start, t_end, dict(errors)
