@@ -129,6 +129,9 @@ def main() -> None:
                    help="train on groups whose rewards are all equal (zero advantages); for the CPU smoke check, "
                         "whose tiny model never solves a game")
     p.add_argument("--time-limit-s", type=float, default=0, help="stop training after this many seconds (0: off)")
+    p.add_argument("--gradient-checkpointing", action="store_true",
+                   help="recompute activations in the backward (TRL's default); off by default: SmolLM2-135M at "
+                        "4k-token rows needs ~7 GB without it, and it cost ~40 %% of the step (docs/training.md)")
     p.add_argument("--transfer", choices=["reload", "nccl"], default="reload",
                    help="reload: one GPU shared with vLLM, weights through /dev/shm (VLLMReloadWeightTransfer); "
                         "nccl: vLLM on another GPU (serve-vllm.sh with TRANSFER=nccl), TRL's own NCCL "
@@ -388,7 +391,7 @@ def main() -> None:
         max_staleness=args.max_staleness, vllm_server_base_url=args.vllm_url, logging_steps=1, report_to=[],
         save_strategy="no", bf16=cuda, use_cpu=not cuda, dtype="float32", heartbeat_stale_after_s=300, lr_scheduler_type="constant",
         vllm_importance_sampling_correction=args.is_correction == "on", vllm_importance_sampling_mode=args.is_mode,
-        vllm_importance_sampling_clip_max=args.is_cap,
+        vllm_importance_sampling_clip_max=args.is_cap, gradient_checkpointing=args.gradient_checkpointing,
     )
     from datasets import Dataset
 
