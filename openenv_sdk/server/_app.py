@@ -31,7 +31,7 @@ from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._metrics import ServerMetrics
 from ._metrics import router as metrics_router
 from ._protocol import ProtocolError
-from ._protocols import ServerHttpProtocol
+from ._protocols import ServerHttpProtocol, ServerWebSocketProtocol
 from ._state import ServerState
 from ._tasks import router as tasks_router
 from ._tracing import TracingMiddleware
@@ -45,10 +45,10 @@ logger = logging.getLogger("openenv_sdk.server")
 def uvicorn_limits(config: ServerConfig) -> dict[str, Any]:
     """uvicorn settings in step with `config`.
 
-    A WebSocket message a little over `max_message_bytes` (by up to an eighth, at least 64 KiB)
-    is read and answered with a typed `MESSAGE_TOO_LARGE` error, and the session goes on; a
-    larger one is refused by uvicorn before it is read whole (close code 1009, "message too
-    big"). Request headers are limited to 64 KiB and to `header_timeout_s` (`ServerHttpProtocol`);
+    A WebSocket message over `max_message_bytes` is answered with a typed `MESSAGE_TOO_LARGE`
+    error naming the limit and the request's id, and the session goes on: one a little over (by
+    up to an eighth, at least 64 KiB) is read, a larger one is passed over as it arrives, never
+    held (`ServerWebSocketProtocol`). Request headers are limited to 64 KiB and to `header_timeout_s` (`ServerHttpProtocol`);
     bodies by `max_message_bytes`, in the app.
 
     No per-message compression on WebSockets: each connection's zlib streams cost tens of KiB,
@@ -61,6 +61,7 @@ def uvicorn_limits(config: ServerConfig) -> dict[str, Any]:
         "h11_max_incomplete_event_size": 64 * 1024,
         "http": ServerHttpProtocol.with_header_timeout(config.header_timeout_s),
         "ws_per_message_deflate": False,
+        "ws": ServerWebSocketProtocol,
     }
 
 

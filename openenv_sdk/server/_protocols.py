@@ -1,4 +1,7 @@
-"""uvicorn's HTTP protocol with two fixes, given to uvicorn by `uvicorn_limits` (`http=`).
+"""uvicorn's protocols with fixes, given to uvicorn by `uvicorn_limits` (`http=`, `ws=`).
+
+`ServerWebSocketProtocol`: a message over the size limit is passed over and answered with a
+typed error, not a 1009 close (see the class). `ServerHttpProtocol`:
 
 - A deadline on request heads (`header_timeout_s`): a connection that has not sent a whole
   request head that long after it opened (or after its previous response) is closed. uvicorn
@@ -17,11 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import re
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-__all__ = ["ServerHttpProtocol"]
+__all__ = ["OVERSIZE_KEY", "ServerHttpProtocol", "ServerWebSocketProtocol", "salvage_id"]
 
 
 class ServerHttpProtocol(HttpToolsProtocol):
@@ -84,7 +90,6 @@ class ServerHttpProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-
 _PREFIX = "ServerHttpProtocol_ms"
 
 
@@ -99,3 +104,156 @@ def __getattr__(name: str) -> Any:
     if name.startswith(_PREFIX) and name[len(_PREFIX) :].isdigit():
         return _subclass(int(name[len(_PREFIX) :]))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+OVERSIZE_KEY = "openenv.oversize"
+"""The key of the `websocket.receive` event `ServerWebSocketProtocol` hands the app in place of a
+message it left unread: `{"bytes": size, "id": the request's id or None}`."""
+
+_EDGE = 256  # bytes of a skipped message kept from its start and its end, to find its id in
+_ID = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
+_ID_AT_START = re.compile(rb'^\s*\{\s*(?:"type"\s*:\s*"[^"\\]{0,64}"\s*,\s*)?"id"\s*:\s*' + _ID)
+_ID_AT_END = re.compile(rb'[,{]\s*"id"\s*:\s*' + _ID + rb"\s*\}\s*$")
+
+
+def salvage_id(head: bytes, tail: bytes) -> str | int | None:
+    """The envelope's `id` from the first and last bytes of a message that is not read whole:
+    found when it is the first key (or the second, after `type`) or the last."""
+    found = _ID_AT_START.match(head) or _ID_AT_END.search(tail)
+    if found is None:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return value if isinstance(value, str | int) else None
+
+
+class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol, but a message over `ws_max_size` is skipped, not fatal.
+
+    uvicorn (through `websockets`) closes the connection with 1009 on a frame over
+    `ws_max_size`, so one oversized message ended the session. Here the frames of such a
+    message are passed over as they arrive (their bytes are never held: the first and last 256
+    are kept to find the request's `id` in), and the app gets an event saying so
+    (`OVERSIZE_KEY`), which the server answers with a typed `MESSAGE_TOO_LARGE` error naming the
+    limit; the session goes on. Every other frame goes to `websockets` unchanged. A message sent
+    in fragments each under the limit but over it in all is still refused by `websockets` (1009).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._limit = self.config.ws_max_size
+        self._scanning = False  # the first bytes are the upgrade request, not frames
+        self._header = b""  # an incomplete frame header
+        self._left = 0  # payload bytes of the current frame still to come
+        self._skipping = False  # the current frame's payload is passed over
+        self._dropping = False  # the current message is passed over (until its last frame)
+        self._fragment_passed = False  # a message's first fragment went to `websockets`
+        self._fin = False
+        self._mask = b""
+        self._offset = 0
+        self._size = 0
+        self._head = b""
+        self._tail = b""
+
+    def data_received(self, data: bytes) -> None:
+        if not self._scanning:
+            self._scanning = True
+            super().data_received(data)
+            return
+        if not self._left and not self._header and len(data) >= 2:
+            length = data[1] & 0x7F
+            if length < 126 and len(data) == 2 + (4 if data[1] & 0x80 else 0) + length:
+                # one whole small frame (a step): nothing to skip, and no fragment begins
+                if data[0] & 0x0F in (1, 2):
+                    self._fragment_passed = not data[0] & 0x80
+                    super().data_received(data)
+                    return
+        passed: list[bytes] = []
+        view, at, end = memoryview(data), 0, len(data)
+        while at < end:
+            if self._left:
+                n = min(self._left, end - at)
+                if self._skipping:
+                    self._keep(view[at : at + n])
+                else:
+                    passed.append(bytes(view[at : at + n]))
+                at += n
+                self._left -= n
+                if not self._left:
+                    self._frame_done()
+                continue
+            before = len(self._header)
+            self._header += bytes(view[at : at + 14 - before])
+            parsed = _parse_header(self._header)
+            if parsed is None:  # a header is at most 14 bytes: all that was left is in it
+                at = end
+                continue
+            size, fin, opcode, length, mask = parsed
+            at += size - before
+            header, self._header = self._header[:size], b""
+            self._fin, self._mask, self._offset, self._left = fin, mask, 0, length
+            data_frame = opcode in (0, 1, 2)
+            if data_frame and (self._dropping or (opcode != 0 and length > self._limit)):
+                if not self._dropping:
+                    self._dropping, self._size, self._head, self._tail = True, 0, b"", b""
+                self._skipping = True
+                self._size += length
+            else:
+                self._skipping = False
+                if opcode in (1, 2):
+                    self._fragment_passed = not fin
+                elif opcode == 0 and fin:
+                    self._fragment_passed = False
+                passed.append(header)
+            if not length:
+                self._frame_done()
+        if passed:
+            super().data_received(b"".join(passed))
+
+    def _keep(self, chunk: memoryview) -> None:
+        """Keep the first and last bytes of a skipped message, unmasked."""
+        offset, mask = self._offset, self._mask
+        self._offset += len(chunk)
+        if len(self._head) < _EDGE:
+            self._head += _unmask(bytes(chunk[: _EDGE - len(self._head)]), mask, offset)
+        last = chunk[-_EDGE:]
+        self._tail = (self._tail + _unmask(bytes(last), mask, offset + len(chunk) - len(last)))[-_EDGE:]
+
+    def _frame_done(self) -> None:
+        if not self._skipping:
+            return
+        self._skipping = False
+        if self._fin:  # the skipped message's last frame
+            self._dropping = False
+            if not self.close_sent:
+                oversize = {"bytes": self._size, "id": salvage_id(self._head, self._tail)}
+                self.queue.put_nowait({"type": "websocket.receive", OVERSIZE_KEY: oversize})  # type: ignore[arg-type]
+            self._head = self._tail = b""
+
+
+def _parse_header(header: bytes) -> tuple[int, bool, int, int, bytes] | None:
+    """(header size, FIN, opcode, payload length, masking key) of a frame header, or None
+    while `header` is too short."""
+    if len(header) < 2:
+        return None
+    length, size = header[1] & 0x7F, 2
+    if length == 126:
+        size = 4
+    elif length == 127:
+        size = 10
+    masked = header[1] & 0x80
+    if len(header) < size + (4 if masked else 0):
+        return None
+    if size > 2:
+        length = int.from_bytes(header[2:size], "big")
+    mask = header[size : size + 4] if masked else b""
+    return size + len(mask), bool(header[0] & 0x80), header[0] & 0x0F, length, mask
+
+
+def _unmask(data: bytes, mask: bytes, offset: int) -> bytes:
+    if not mask:
+        return data
+    key = (mask * 2)[offset % 4 : offset % 4 + 4]
+    return bytes(b ^ key[i % 4] for i, b in enumerate(data))

@@ -2,7 +2,9 @@
 
 Messages are OpenEnv's envelope `{"type": ..., "data": ..., "id"?: ...}`; every reply echoes
 the request's `id`. Every bad message (not UTF-8, not JSON, nested too deep, too large, of an
-unknown type) gets a typed `error` reply and the session goes on. A connection whose session
+unknown type) gets a typed `error` reply and the session goes on; the reply keeps the request's
+`id` (for a message not parsed whole, when the id is its first key, its second after `type`, or
+its last). A connection whose session
 is not reset within `unreset_grace_s` is closed.
 """
 
@@ -21,6 +23,7 @@ from ..types import WS_REPLY_TYPE, ErrorCode, SessionInfo, WSRequest
 from ._limits import check_json_text
 from ._mcp_compat import handle_jsonrpc
 from ._protocol import ProtocolError
+from ._protocols import OVERSIZE_KEY, salvage_id
 from ._tracing import handle_traced
 
 if TYPE_CHECKING:
@@ -70,14 +73,14 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             text = message.get("text")
             raw = text.encode() if text is not None else (message.get("bytes") or b"")
             try:
-                if len(raw) > max_bytes:
-                    raise ProtocolError(
-                        ErrorCode.MESSAGE_TOO_LARGE,
-                        f"Message of {len(raw)} bytes exceeds the limit of {max_bytes} bytes",
-                    )
+                if len(raw) > max_bytes or OVERSIZE_KEY in message:
+                    oversize = message.get(OVERSIZE_KEY) or {"bytes": len(raw), "id": salvage_id(raw[:256], raw[-256:])}
+                    error = _too_large(oversize["bytes"], max_bytes)
+                    await websocket.send_text(_dump("error", error.payload(), oversize["id"]))
+                    continue
                 text = check_json_text(raw, max_depth=state.config.max_json_depth)
             except ProtocolError as error:
-                await websocket.send_text(_dump("error", error.payload(), None))
+                await websocket.send_text(_dump("error", error.payload(), _salvage_id_of(raw)))
                 continue
             if tracing.enabled():
                 reply, closing = await handle_traced(_handle, session, text, state)
@@ -138,6 +141,19 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
     except ProtocolError as e:
         return _dump("error", e.payload(), request.id), False
     return _dump(WS_REPLY_TYPE[kind], data, request.id), False
+
+
+def _too_large(size: int, max_bytes: int) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.MESSAGE_TOO_LARGE,
+        f"Message of {size} bytes exceeds the limit of {max_bytes} bytes (max_message_bytes)",
+        details={"max_message_bytes": max_bytes, "message_bytes": size},
+    )
+
+
+def _salvage_id_of(raw: bytes) -> str | int | None:
+    """The id of a message refused before it was parsed (not UTF-8, nested too deep)."""
+    return salvage_id(raw[:256], raw[-256:])
 
 
 def _salvage_id(text: str) -> str | int | None:

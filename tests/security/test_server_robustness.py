@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from fixtures.envs import ProbeEnv, probe_factory
-from fixtures.servers import ask, serve, wait_until, ws_url
-from websockets.exceptions import ConnectionClosed
+from fixtures.servers import ask, receive, serve, wait_until, ws_url
 from websockets.sync.client import ClientConnection, connect
 
 from openenv_sdk import ServerConfig, create_app, orchestrator, tool
@@ -320,18 +319,41 @@ def test_server_attack_transcript_is_byte_bounded() -> None:
 
 
 def test_server_attack_oversized_websocket_messages() -> None:
+    """Over the limit, a little (read, then refused) or far (passed over as it arrives): a typed
+    error naming the limit, with the request's id, and the session goes on."""
     limit = 64 * 1024
     with serve(hostile_app(max_message_bytes=limit)) as url, open_session(url) as bystander:
-        with open_session(url) as attacker:  # a little over: a typed error, and the session goes on
-            reply = ask(attacker, "step", {"message": "m" * (limit + 1000)})
-            assert reply["data"]["code"] == "MESSAGE_TOO_LARGE", reply
-            assert ask(attacker, "state")["type"] == "state"
-        with open_session(url) as attacker:  # far over: uvicorn refuses it before reading it all
-            attacker.send(json.dumps({"type": "step", "data": {"message": "m" * (4 * 1024 * 1024)}}))
-            with pytest.raises(ConnectionClosed) as closed:
-                attacker.recv(timeout=5)
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        with open_session(url) as attacker:
+            for size in (limit + 1000, 4 * 1024 * 1024, 100 * 1024 * 1024):
+                for request_id in ("req-1", 42):
+                    reply = ask(attacker, "step", {"message": "m" * size}, id=request_id, timeout_s=60)
+                    assert reply["type"] == "error" and reply["data"]["code"] == "MESSAGE_TOO_LARGE", reply
+                    assert reply["id"] == request_id, reply
+                    assert f"limit of {limit} bytes" in reply["data"]["message"], reply
+                    assert reply["data"]["max_message_bytes"] == limit
+                    # the id last in the envelope is found too
+                    attacker.send('{"type": "step", "data": {"message": "' + "m" * size + f'"}}, "id": {json.dumps(request_id)}}}')
+                    assert receive(attacker, timeout_s=60)["id"] == request_id
+                    assert ask(attacker, "state", id="s")["type"] == "state"  # the session goes on
+            attacker.send(b"\x00" * (4 * 1024 * 1024))  # binary, far over, no id: typed, no id
+            reply = receive(attacker)
+            assert reply["data"]["code"] == "MESSAGE_TOO_LARGE" and "id" not in reply, reply
+            assert ask(attacker, "step", {"message": "still"})["data"]["observation"]["echoed"] == "still"
         assert_alive(url, bystander)
+
+
+def test_server_attack_typed_errors_keep_the_request_id(server: str) -> None:
+    """A message refused before it is parsed (not UTF-8, nested too deep) keeps its id."""
+    with open_session(server) as attacker:
+        attacker.send(b'{"type": "step", "id": "bad-utf8", "data": {"message": "\xff\xfe"}}')
+        reply = receive(attacker)
+        assert (reply["data"]["code"], reply["id"]) == ("INVALID_JSON", "bad-utf8"), reply
+        attacker.send('{"type": "step", "id": 7, "data": {"message": "x", "metadata": ' + "[" * 5000 + "]" * 5000 + "}}")
+        reply = receive(attacker)
+        assert (reply["data"]["code"], reply["id"]) == ("INVALID_JSON", 7), reply
+        attacker.send('{"type": "nope", "id": "unknown-type"}')
+        reply = receive(attacker)
+        assert (reply["data"]["code"], reply["id"]) == ("UNKNOWN_TYPE", "unknown-type"), reply
 
 
 # --- 7. JSON nested too deep, bytes that are not UTF-8 -------------------------------------

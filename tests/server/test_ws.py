@@ -154,7 +154,8 @@ def test_oversized_message(ws: ClientConnection) -> None:
     ws.send(json.dumps({"type": "step", "data": {"message": "x" * 2000}}))
     data = error_of(receive(ws))
     assert data["code"] == "MESSAGE_TOO_LARGE"
-    assert data["message"].endswith("exceeds the limit of 1024 bytes")
+    assert data["message"].endswith("exceeds the limit of 1024 bytes (max_message_bytes)")
+    assert data["max_message_bytes"] == 1024
     step_works(ws)
 
 
