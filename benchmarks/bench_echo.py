@@ -1208,7 +1208,8 @@ def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args
             "",
             f"WS step median with the `websockets` client, one connection, {args.ws_steps} steps per round, "
             f"the servers taking turns ({args.floor_rounds} rounds; `bare-ws` is `benchmarks/bare_ws_echo_server.py`, "
-            "the same JSON shapes on the bare `websockets` server: the floor for this client):",
+            "the same JSON shapes on the bare `websockets` server: the floor for this client). Within a round "
+            "the servers ran under the same load; between rounds it changed, so compare within a row's round:",
             "",
             "| server | median per round (ms) | x bare (per round) |",
             "|---|---|---|",
