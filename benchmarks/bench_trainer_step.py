@@ -7,7 +7,8 @@
 
 In one process, on one device, over the same packed tokens:
 
-- **trainer**: TRL's `AsyncGRPOTrainer.train()` as the GPU run drives it (scripts/gpu/async_grpo_guess.py):
+- **trainer**: TRL's `AsyncGRPOTrainer.train()` (`--trainer is`: the project's `ISAsyncGRPOTrainer`
+  subclass, which scripts/gpu/async_grpo_guess.py now trains with) as the GPU run drives it:
   `use_sdpa_tree_attention()`, the token-budget planner and the prefix-trie packing, TRL's loss
   with its fused LM head, bf16 autocast over float32 weights, AdamW, gradient clipping, TRL's
   metrics and logging every step. Only the rollouts and the weight sync are left out: a stub
@@ -448,7 +449,12 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
             _sync(device)
             ends.append(time.perf_counter())
 
-    config = AsyncGRPOConfig(
+    config_cls, trainer_cls = AsyncGRPOConfig, AsyncGRPOTrainer
+    if args.trainer == "is":  # the project's subclass that scripts/gpu/async_grpo_guess.py trains with
+        from openenv_trainers.async_grpo import ISAsyncGRPOConfig, ISAsyncGRPOTrainer
+
+        config_cls, trainer_cls = ISAsyncGRPOConfig, ISAsyncGRPOTrainer
+    config = config_cls(
         output_dir=str(work / "trainer"), max_steps=args.warmup_steps + args.steps, learning_rate=1e-6,
         per_device_train_batch_size=8, gradient_accumulation_steps=args.rows_per_step, token_budget=args.token_budget,
         num_generations=args.shape.group_size, max_staleness=4, vllm_server_base_url="http://127.0.0.1:9",
@@ -458,7 +464,7 @@ def trainer_steps(args: argparse.Namespace, samples: list[dict[str, Any]], work:
     )
     from datasets import Dataset
 
-    trainer = AsyncGRPOTrainer(
+    trainer = trainer_cls(
         model=str(model_dir), args=config, train_dataset=Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 8}),
         processing_class=_tokenizer(0), rollout_worker=StubWorker(samples), weight_transfer=NoTransfer(), callbacks=[Timer()],  # type: ignore[arg-type]
     )
@@ -515,6 +521,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--gradient-checkpointing", action="store_true", help="the trainer recomputes activations (TRL's default)")
+    p.add_argument("--trainer", choices=["trl", "is"], default="trl",
+                   help="trl: TRL's AsyncGRPOTrainer; is: openenv_trainers.async_grpo.ISAsyncGRPOTrainer (TRL's defaults: IS correction on)")
     p.add_argument("--pad-multiple", type=int, default=256, help="attention rows padded to a multiple of this (both steps)")
     p.add_argument("--skip-bare", action="store_true")
     p.add_argument("--accounting", choices=["none", "full", "incremental"], default="none",
@@ -573,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "config": {
             "model": args.model_dir or args.model, "weights": "folder" if args.model_dir else "random",
             "token_budget": args.token_budget, "rows_per_step": args.rows_per_step, "steps": args.steps,
-            "pad_multiple": args.pad_multiple,
+            "pad_multiple": args.pad_multiple, "trainer": args.trainer,
             "warmup_steps": args.warmup_steps, "gradient_checkpointing": args.gradient_checkpointing,
             "accounting": args.accounting, "accounting_turns_per_s": args.accounting_turns_per_s,
             "shape": dataclasses.asdict(args.shape), "precision": "bf16 autocast, float32 weights" if cuda else "float32",
