@@ -12,6 +12,7 @@ import asyncio
 import difflib
 import functools
 import inspect
+import json
 import logging
 import secrets
 import time
@@ -316,6 +317,8 @@ class Session:
                 return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)
         try:
             result = guard_sync(tool_result, value)
+            if "structuredContent" in result:  # strict JSON: what MCP and `step` send must parse anywhere
+                json.dumps(result["structuredContent"], allow_nan=False)
         except Exception as e:
             message = f"Tool {name!r} returned a value that is not JSON: {type(e).__name__}: {e}"
             return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)

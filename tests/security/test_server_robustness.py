@@ -76,6 +76,19 @@ class HostileEnv(ProbeEnv):
         """A huge structured result."""
         return {"blob": "y" * n_bytes}
 
+    @tool
+    def odd(self, kind: str) -> Any:
+        """A value that is not JSON."""
+        values: dict[str, Any] = {
+            "object": object(), "set": {1, 2}, "bytes": b"\xff", "nan": float("nan"),
+            "inf_in_dict": {"x": float("inf")}, "int_keys": {(1, 2): "a"},
+        }  # fmt: skip
+        if kind == "cycle":
+            loop: list[Any] = []
+            loop.append(loop)
+            return loop
+        return values[kind]
+
     @orchestrator
     def quit(self) -> None:
         """An orchestrator call that exits."""
@@ -468,3 +481,50 @@ def test_server_attack_slow_loris_request_heads_are_cut_at_the_header_deadline()
                 assert client.get("/health").status_code == 200
                 time.sleep(0.4)
     assert ServerConfig().header_timeout_s == 10.0  # finite by default
+
+
+# --- 10. tool results that are not JSON ---------------------------------------------------------
+
+ODD_KINDS = ["object", "set", "bytes", "nan", "inf_in_dict", "int_keys", "cycle"]
+
+
+def test_server_attack_non_json_tool_results_are_is_error_results(server: str) -> None:
+    """Over the WebSocket step, plain JSON-RPC and the official MCP client alike: an `isError`
+    result saying why, strict JSON on the wire, and the session goes on."""
+    import anyio
+    import httpx2
+
+    from openenv_sdk._mcp_imports import MCP_IMPORT_LOCK
+
+    with MCP_IMPORT_LOCK:  # the server imports the official MCP package in a thread meanwhile
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+    with open_session(server) as bystander, open_session(server) as attacker, httpx.Client(
+        base_url=server, timeout=10
+    ) as client:
+        info = client.post("/sessions").json()
+        assert client.post("/reset", headers={"X-OpenEnv-Session": info["session_id"]}).status_code == 200
+        for kind in ODD_KINDS:
+            obs = tool_step(attacker, "odd", kind=kind)["data"]["observation"]
+            assert obs["error"]["error_type"] == "execution_error", (kind, obs)
+            assert "returned a value that is not JSON" in obs["error"]["message"], (kind, obs)
+            body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "odd", "arguments": {"kind": kind}}}
+            reply = client.post(f"/mcp?session={info['mcp_token']}", json=body)
+            assert reply.status_code == 200, (kind, reply.text)
+            assert not any(c in reply.text for c in ("NaN", "Infinity")), (kind, reply.text)  # strict JSON
+            result = reply.json()["result"]
+            assert result["isError"] is True and "not JSON" in result["content"][0]["text"], (kind, result)
+
+        async def official() -> list[tuple[bool, str]]:
+            async with httpx2.AsyncClient(timeout=10) as http, streamable_http_client(
+                f"{server}/mcp?session={info['mcp_token']}", http_client=http
+            ) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                results = [await session.call_tool("odd", {"kind": kind}) for kind in ODD_KINDS]
+                return [(r.is_error, r.content[0].text) for r in results]  # type: ignore[union-attr]
+
+        for is_error, text in anyio.run(official):
+            assert is_error and "not JSON" in text, text
+        assert tool_step(attacker, "echo", message="after")["data"]["observation"]["result"]["data"] == "after"
+        assert_alive(server, bystander)
