@@ -30,7 +30,7 @@ import functools
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -317,6 +317,21 @@ class SessionCgroup:
                 os.write(fd, b"0")  # 0: the writer itself
             finally:
                 os.close(fd)
+
+    def adopt(self, pids: Sequence[int]) -> None:
+        """Move running processes into the cgroup, from outside (the first move waits for the
+        kernel's cgroup lock, an RCU grace period; the next ones right after it are quick).
+
+        Raises:
+            OSError: a move was refused (the process is gone, or the cgroup).
+        """
+        for procs in self._procs:
+            for pid in pids:
+                fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, str(pid).encode())
+                finally:
+                    os.close(fd)
 
     def counters(self) -> Counters:
         """The kernel's event counts for the session so far."""

@@ -77,6 +77,17 @@ def apply_limits(limits: SandboxLimits, ids: tuple[int, int] | None, nproc: int 
         os.chdir(cwd)
 
 
+def limit_process(pid: int, limits: SandboxLimits, nproc: int | None) -> None:
+    """`apply_limits`'s rlimits, set from outside on a started process (root, or our own child)."""
+    if limits.memory_bytes is not None:
+        resource.prlimit(pid, resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    if limits.max_file_bytes is not None:
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
+    resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+    if nproc is not None:
+        resource.prlimit(pid, resource.RLIMIT_NPROC, (nproc, nproc))
+
+
 def _session_members(sid: int) -> list[int]:
     """Every process in session `sid` (a fork bomb's children included)."""
     members = []
@@ -112,14 +123,17 @@ def run_process(
     *,
     limits: SandboxLimits,
     env: Mapping[str, str],
-    preexec: Callable[[], None],
+    preexec: Callable[[], None] | None,
     stdin: str | bytes | None = None,
     kill: Callable[[int], None] = kill_session,
     cwd: str | None = None,
     pass_fds: Sequence[int] = (),
+    admit: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> CommandResult:
     """Start `argv`, feed `stdin`, keep bounded output, and kill (`kill(pid)`) at the limits.
-    `pass_fds` stay open in the child (bubblewrap's seccomp program)."""
+    `pass_fds` stay open in the child (bubblewrap's seccomp program). Without a `preexec`, the
+    child starts in a session of its own; `admit(proc)`, run right after the start, does what a
+    preexec would (a sandbox's cgroup and limits); if it raises, the command is killed, not run."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -130,11 +144,19 @@ def run_process(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             preexec_fn=preexec,
+            start_new_session=preexec is None,
             close_fds=True,
             pass_fds=tuple(pass_fds),
         )
     except (OSError, subprocess.SubprocessError) as e:  # SubprocessError: preexec failed (e.g. setuid)
         return CommandResult(stdout="", stderr=f"could not start: {e}", exit_code=127, duration_s=0.0)
+    if admit is not None:
+        try:
+            admit(proc)
+        except Exception as e:
+            kill(proc.pid)
+            proc.communicate()
+            return CommandResult(stdout="", stderr=f"could not start: {e}", exit_code=127, duration_s=0.0)
     if stdin is not None and proc.stdin is not None:
         data = stdin.encode() if isinstance(stdin, str) else stdin
         with contextlib.suppress(BrokenPipeError):

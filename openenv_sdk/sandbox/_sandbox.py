@@ -52,7 +52,16 @@ from ._fs import remove_tree
 from ._isolation import Isolation, isolation_mode
 from ._limits import CommandResult, SandboxLimits
 from ._network import Egress, current_launch_egress, egress_plan
-from ._run import DEFAULT_PATH, _user_ids, apply_limits, count_processes, kill_session, run_command, run_process
+from ._run import (
+    DEFAULT_PATH,
+    _user_ids,
+    apply_limits,
+    count_processes,
+    kill_session,
+    limit_process,
+    run_command,
+    run_process,
+)
 from ._seccomp import program_fd, program_path
 from ._workspace import mount_tmpfs, tmpfs_support, unmount
 
@@ -316,6 +325,67 @@ def kill_uid(uid: int, *, rounds: int = 50) -> int:
     return killed
 
 
+class _Admission:
+    """How a command joins its session's cgroup without paying a cgroup migration on its path.
+
+    Moving a process into a cgroup waits for the kernel's cgroup lock (an RCU grace period: about
+    10 ms on a busy machine), and a preexec that does it forces a full fork. Instead bubblewrap
+    starts (with `vfork`, no preexec) and waits on a pipe (`--block-fd`) once its namespaces are
+    set up, before it runs the command; meanwhile the server moves bubblewrap's processes into the
+    cgroup and sets their rlimits, then writes the byte that lets it go on. The move overlaps
+    bubblewrap's own setup. If anything fails, the command is killed before it ran."""
+
+    def __init__(self, cgroup: SessionCgroup, limits: SandboxLimits) -> None:
+        self.cgroup, self.limits = cgroup, limits
+        self.read_end, self._write_end = os.pipe()
+        self._closed = False
+
+    def admit(self, proc: subprocess.Popen[bytes], *, timeout_s: float = 10.0) -> None:
+        """Raises OSError (or TimeoutError) when bubblewrap's processes could not be bounded."""
+        pids = _bubblewrap_processes(proc, timeout_s=timeout_s)
+        self.cgroup.adopt(pids)
+        for pid in pids:
+            limit_process(pid, self.limits, self.limits.max_processes)
+        os.write(self._write_end, b"1")
+
+    def close(self) -> None:
+        """Close both ends (bubblewrap reads EOF on the pipe as a go: only after it was admitted,
+        or killed)."""
+        if not self._closed:
+            self._closed = True
+            os.close(self.read_end)
+            os.close(self._write_end)
+
+
+def _children(pid: int) -> list[int]:
+    """The children of `pid` (its only thread's `children` list; a scan of /proc without it)."""
+    with contextlib.suppress(FileNotFoundError):
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def _bubblewrap_processes(proc: subprocess.Popen[bytes], *, timeout_s: float) -> list[int]:
+    """bubblewrap and the processes it has made, once it has made its namespaces' first one."""
+    deadline = time.monotonic() + timeout_s
+    while not _children(proc.pid):
+        if proc.poll() is not None:
+            return []  # it failed before it got there; its error is in its output
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"bubblewrap made no sandbox process in {timeout_s:g} s")
+        time.sleep(0.0002)
+    tree, frontier = [proc.pid], [proc.pid]
+    while frontier:
+        frontier = [child for pid in frontier for child in _children(pid)]
+        tree += frontier
+    return tree
+
+
 def _mib(size: int | None) -> str:
     return "no limit" if size is None else f"{size / 1024**2:g} MiB"
 
@@ -443,11 +513,13 @@ class Sandbox:
         mounts: Sequence[Mount] = (),
         network: bool = False,
         seccomp_fd: int | None = None,
+        block_fd: int | None = None,
     ) -> list[str]:
         """The command line that runs `argv` in this sandbox, from any process: a short shell joins
         the session's cgroup and hands bubblewrap the seccomp filter (`launcher`). With
         `seccomp_fd` (a descriptor the caller passes to the child, which also joins the cgroup
-        itself), bubblewrap alone."""
+        itself), bubblewrap alone; with `block_fd`, bubblewrap waits for a byte on it before it
+        runs `argv` (`--block-fd`: see `_Admission`)."""
         args = base_argv(network=network, cwd=str(cwd))
         # /tmp is the sandbox's own tmpfs: folders made in it are not the host's, so they get 0755
         # too (else a session folder under the host's /tmp is reachable only by its relative cwd)
@@ -464,7 +536,8 @@ class Sandbox:
         chdir = args.index("--chdir")
         drop = drop_to(self.uid, self.gid) if self.privileged else []
         filter_fd = LAUNCH_FD if seccomp_fd is None else seccomp_fd
-        bwrap = [*args[:chdir], *binds, "--seccomp", str(filter_fd), *args[chdir:]]
+        block = ["--block-fd", str(block_fd)] if block_fd is not None else []
+        bwrap = [*args[:chdir], *binds, *block, "--seccomp", str(filter_fd), *args[chdir:]]
         if seccomp_fd is None:
             bwrap = launcher(bwrap, cgroup_procs=self._cgroup_procs())
         return [*bwrap, "--", *drop, *argv]
@@ -598,21 +671,27 @@ class Sandbox:
             return CommandResult(
                 stdout="", stderr=f"working directory {cwd} does not exist (was it deleted?)", exit_code=126, duration_s=0.0
             )
-        preexec, _ = self._preexec(limits)
         before = self.cgroup.begin_command() if self.cgroup is not None else None
         seccomp_fd = program_fd()
+        gate = _Admission(self.cgroup, limits) if self.cgroup is not None else None
         try:
             result = run_process(
-                self.wrap(argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd),
+                self.wrap(
+                    argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd,
+                    block_fd=gate.read_end if gate else None,
+                ),
                 limits=limits,
                 env=environment,
-                preexec=preexec,
+                preexec=None if gate else self._preexec(limits)[0],
                 stdin=stdin,
                 cwd="/",
-                pass_fds=(seccomp_fd,),
-            )
+                pass_fds=(seccomp_fd, gate.read_end) if gate else (seccomp_fd,),
+                admit=gate.admit if gate else None,
+            )  # fmt: skip
         finally:
             os.close(seccomp_fd)
+            if gate is not None:
+                gate.close()
         return self._with_bounds_hit(result, before)
 
     def _with_bounds_hit(self, result: CommandResult, before: Counters | None) -> CommandResult:
@@ -672,14 +751,28 @@ class Sandbox:
             )  # fmt: skip
         else:
             seccomp_fd = program_fd()
+            gate = _Admission(self.cgroup, self.limits) if self.cgroup is not None else None
             try:
                 proc = subprocess.Popen(
-                    self.wrap(argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd), cwd="/",
-                    env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                    preexec_fn=preexec, close_fds=True, pass_fds=(seccomp_fd,),
+                    self.wrap(
+                        argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd,
+                        block_fd=gate.read_end if gate else None,
+                    ),
+                    cwd="/", env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                    preexec_fn=None if gate else preexec, start_new_session=gate is not None, close_fds=True,
+                    pass_fds=(seccomp_fd, gate.read_end) if gate else (seccomp_fd,),
                 )  # fmt: skip
+                if gate is not None:
+                    try:
+                        gate.admit(proc)
+                    except Exception:
+                        kill_session(proc.pid)
+                        proc.wait(timeout=10)
+                        raise
             finally:
                 os.close(seccomp_fd)
+                if gate is not None:
+                    gate.close()
         self._procs = {p for p in self._procs if p.poll() is None}
         self._procs.add(proc)
         return proc
