@@ -220,3 +220,24 @@ def test_a_cgroup_path_is_found_in_a_containers_view_of_the_hierarchy() -> None:
     assert _on_disk("/docker/abc", "/sys/fs/cgroup/memory", "/docker/abc/inner") == Path("/sys/fs/cgroup/memory/inner")
     # our cgroup outside what is mounted: the mount's top
     assert _on_disk("/docker/abc", "/sys/fs/cgroup", "/elsewhere") == Path("/sys/fs/cgroup")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="session cgroups need root (CI runs as root)")
+def test_a_command_is_in_its_sessions_cgroup_from_its_first_instruction_and_never_runs_outside() -> None:
+    """bubblewrap waits (--block-fd) until the server moved it into the session's cgroup; when
+    the move fails (the cgroup was removed behind the session's back), the command is killed
+    before it ran, never run unbounded."""
+    from openenv_sdk.sandbox import Sandbox, isolation_mode
+
+    isolation_mode()
+    with Sandbox(limits=SandboxLimits(timeout_s=20), name="admission") as sandbox:
+        assert sandbox.cgroup is not None
+        own = sandbox.run("cat /proc/self/cgroup").stdout.splitlines()
+        for controller, version in sandbox.cgroup.support.versions.items():
+            line = next(x for x in own if (x.split(":")[1] == "" if version == 2 else controller in x.split(":")[1]))
+            assert line.endswith(f"/openenv-sandbox/{sandbox.uid}"), own
+        for path in sandbox.cgroup.paths:
+            Path(path).rmdir()  # empty between commands
+        refused = sandbox.run("touch ran-unbounded")
+        assert refused.exit_code == 127 and "could not start" in refused.stderr, refused.render()
+        assert not (sandbox.workspace / "ran-unbounded").exists()
