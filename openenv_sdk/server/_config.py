@@ -15,7 +15,7 @@ class ServerConfig(BaseModel):
     """How a server holds sessions, and what one request may hold. Every limit has a finite default.
 
     Sessions: `max_sessions`, `idle_timeout_s`, `unreset_grace_s`, `max_mcp_sessions`.
-    Environment code: `tool_timeout_s`, `max_abandoned_threads`.
+    Environment code: `tool_timeout_s`, `max_abandoned_threads`, `disconnect_grace_s`.
     Sizes and times on the wire: `max_message_bytes`, `header_timeout_s`, `max_json_depth`, `max_tool_result_bytes`, `max_transcript_bytes`.
     Access: `orchestrator_token`.
     Process: `gc_full_interval_s`.
@@ -42,6 +42,13 @@ class ServerConfig(BaseModel):
         ge=1,
         description="Sync calls that timed out but still run on their session's thread; while this many run, "
         "new sessions get CAPACITY_REACHED. (A session whose call timed out is busy until the call ends.)",
+    )
+    disconnect_grace_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="When a WebSocket client goes away while its call runs, the call gets this long to end "
+        "by itself; then it is cancelled (a coroutine) or its environment closed beside it (a call on a "
+        "thread: `close()` kills its commands), and the session ends. A server that stops gives none.",
     )
     max_message_bytes: int = Field(
         default=8 * _MIB, ge=1024, description="Largest accepted request body or WebSocket message, in bytes."

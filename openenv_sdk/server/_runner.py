@@ -4,7 +4,7 @@ A coroutine function runs on the event loop. A sync function runs in place when 
 not `BLOCKING`; otherwise off the loop: on the server's worker pool, one call at a time per
 session, or on the session's own thread with `THREAD_AFFINITY`. A blocking call that times out
 (or whose caller went away) keeps running on its thread, and the session is quarantined
-(`SESSION_BUSY`) until it ends. The threads themselves are `_worker.py`'s.
+(`SESSION_BUSY`) until it ends, or until the session closes: `close` then runs beside it. The threads themselves are `_worker.py`'s.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import tracing
 from ..types import ErrorCode
 from ._protocol import ProtocolError
-from ._worker import Call, CallRunner, SessionLane, SessionWorker, guard_async, guard_sync
+from ._worker import Call, CallRunner, FutureJob, SessionLane, SessionWorker, guard_async, guard_sync
 
 if TYPE_CHECKING:
     from ..environment import Environment
@@ -107,13 +107,22 @@ class SessionRunner:
                 timer.cancel()
 
     async def close(self, fn: Callable[..., Any], *, timeout_s: float) -> None:
-        """Run the environment's `close` and let the session's thread go. When a call still runs
-        on that thread, `close` is queued behind it and not waited for; one that hangs is
-        abandoned after `timeout_s`."""
-        worker = self._worker
+        """Run the environment's `close` and let the session's thread go; a `close` that hangs
+        is abandoned after `timeout_s`.
+
+        When a call still runs on the session's thread (it timed out, or its client went away),
+        `close` runs at once on another thread, beside it: that is what ends the call (an
+        environment's `close` kills its commands), where waiting behind it would leave the
+        command running to its end and the workspace behind if the server stopped meanwhile."""
         try:
-            if self.busy and worker is not None:
-                worker.submit(fn).add_done_callback(_consume)
+            if self.busy and self._worker is not None:
+                job = FutureJob(fn, (), {})
+                self._manager.workers.run(job.run)
+                try:
+                    await asyncio.wait_for(asyncio.wrap_future(job.future), timeout_s)
+                except TimeoutError:
+                    logger.warning("session %s: close() did not end within %g s", self._session_id[:8], timeout_s)
+                    job.future.add_done_callback(_consume)
             else:
                 await self.run(fn, timeout_s=timeout_s, what="close()")
         finally:

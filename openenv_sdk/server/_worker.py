@@ -37,6 +37,7 @@ __all__ = [
     "Call",
     "CallRunner",
     "EnvironmentAborted",
+    "FutureJob",
     "LoopHandoff",
     "SessionLane",
     "SessionWorker",
@@ -194,7 +195,7 @@ class Call:
         watcher(self)
 
 
-class _FutureJob:
+class FutureJob:
     """A call whose outcome goes into a `concurrent.futures.Future` (the rarer paths: `close()`
     behind a hung call, and callers off the loop)."""
 
@@ -218,7 +219,7 @@ class _FutureJob:
             self.future.set_result(value)
 
 
-_Job = Call | _FutureJob
+_Job = Call | FutureJob
 
 
 class CallRunner(Protocol):
@@ -250,7 +251,7 @@ class SessionWorker:
         self._thread.start()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        job = _FutureJob(fn, args, kwargs)
+        job = FutureJob(fn, args, kwargs)
         self._queue.put(job)
         return job.future
 
@@ -431,7 +432,7 @@ class SessionLane:
         self._running = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        job = _FutureJob(fn, args, kwargs)
+        job = FutureJob(fn, args, kwargs)
         self.start(job)
         return job.future
 

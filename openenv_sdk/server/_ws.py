@@ -4,12 +4,14 @@ Messages are OpenEnv's envelope `{"type": ..., "data": ..., "id"?: ...}`; every 
 the request's `id`. Every bad message (not UTF-8, not JSON, nested too deep, too large, of an
 unknown type) gets a typed `error` reply and the session goes on; the reply keeps the request's
 `id` (for a message not parsed whole, when the id is its first key, its second after `type`, or
-its last). A connection whose session
+its last). A client that goes away while its call runs has the call cancelled after
+`disconnect_grace_s` (at once when the server stops), and its session closed. A connection whose session
 is not reset within `unreset_grace_s` is closed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -65,9 +67,10 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
 
     session.on_reap = on_reap
     max_bytes = state.config.max_message_bytes
+    watch = _DropWatch(websocket, state.config.disconnect_grace_s)
     try:
         while True:
-            message = await websocket.receive()
+            message = watch.pending.pop() if watch.pending else await websocket.receive()
             if message["type"] == "websocket.disconnect":
                 break
             text = message.get("text")
@@ -82,10 +85,11 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             except ProtocolError as error:
                 await websocket.send_text(_dump("error", error.payload(), _salvage_id_of(raw)))
                 continue
-            if tracing.enabled():
-                reply, closing = await handle_traced(_handle, session, text, state)
-            else:
-                reply, closing = await _handle(session, text, state)
+            with watch:
+                if tracing.enabled():
+                    reply, closing = await handle_traced(_handle, session, text, state)
+                else:
+                    reply, closing = await _handle(session, text, state)
             if reply is not None:
                 await websocket.send_text(reply)
             if closing:
@@ -95,6 +99,13 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
         pass
     except RuntimeError as e:  # sending on a socket the reaper closed
         logger.debug("session %s: websocket ended: %s", session.id[:8], e)
+    except asyncio.CancelledError:
+        if not watch.cancelled_call:
+            raise
+        task = asyncio.current_task()
+        if task is not None:  # ours, handled: the session's close below runs as usual
+            task.uncancel()
+        logger.info("session %s: the client went away during a call; the call was cancelled", session.id[:8])
     finally:
         session.on_reap = None  # the closure holds the session: no cycle left for the collector
         await state.sessions.close(session.id)
@@ -141,6 +152,62 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
     except ProtocolError as e:
         return _dump("error", e.payload(), request.id), False
     return _dump(WS_REPLY_TYPE[kind], data, request.id), False
+
+
+_WATCH_AFTER_S = 0.05
+"""A call that takes longer than this is watched for its client going away (quick calls, the
+most, cost no watcher task)."""
+
+_SERVER_STOPPING = 1012  # the close code uvicorn hands the app when the server shuts down
+
+
+class _DropWatch:
+    """While a call runs (`with watch:`), notices the client going away and, after the grace,
+    cancels the connection's task (the call with it: a coroutine is cancelled, a call on a
+    thread is abandoned and then ended by the session's `close`).
+
+    The watcher reads the connection, so a message that arrives meanwhile is kept in `pending`
+    for the loop (the watch then ends: a client that sends is there)."""
+
+    __slots__ = ("_websocket", "_grace_s", "_timer", "_watcher", "_task", "pending", "cancelled_call")
+
+    def __init__(self, websocket: WebSocket, grace_s: float) -> None:
+        self._websocket = websocket
+        self._grace_s = grace_s
+        self._timer: asyncio.TimerHandle | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self.pending: list[Any] = []
+        self.cancelled_call = False
+
+    def __enter__(self) -> None:
+        if not self.pending:
+            self._task = asyncio.current_task()
+            self._timer = asyncio.get_running_loop().call_later(_WATCH_AFTER_S, self._start)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._watcher is not None:
+            self._watcher.cancel()  # a message it was handed stays queued for `receive`
+            self._watcher = None
+
+    def _start(self) -> None:
+        self._timer = None
+        self._watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        message = await self._websocket.receive()
+        self._watcher = None
+        self.pending.append(message)
+        if message["type"] != "websocket.disconnect":
+            return
+        if message.get("code") != _SERVER_STOPPING:
+            await asyncio.sleep(self._grace_s)
+        if self._task is not None and not self._task.done():
+            self.cancelled_call = True
+            self._task.cancel()
 
 
 def _too_large(size: int, max_bytes: int) -> ProtocolError:

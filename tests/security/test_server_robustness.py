@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +22,11 @@ from fixtures.servers import ask, receive, serve, wait_until, ws_url
 from websockets.sync.client import ClientConnection, connect
 
 from openenv_sdk import ServerConfig, create_app, orchestrator, tool
+
+SPAWNED: list[int] = []
+"""Pids of the commands `spawn_sleep` started."""
+NAPS_CANCELLED: list[float] = []
+"""`nap` calls whose coroutine was cancelled."""
 
 RELEASE = threading.Event()
 """Set to end every `hang` call (tests set it when done, so no thread outlives its test by much)."""
@@ -88,6 +95,29 @@ class HostileEnv(ProbeEnv):
             loop.append(loop)
             return loop
         return values[kind]
+
+    @tool
+    def spawn_sleep(self, seconds: float) -> str:
+        """A command that runs until it ends or the environment closes (and kills it)."""
+        self._proc = subprocess.Popen(["sleep", str(seconds)])
+        SPAWNED.append(self._proc.pid)
+        return f"exit {self._proc.wait()}"
+
+    @tool
+    async def nap(self, seconds: float) -> str:
+        """A coroutine that runs until it ends or is cancelled."""
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            NAPS_CANCELLED.append(seconds)
+            raise
+        return "rested"
+
+    def close(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        super().close()
 
     @orchestrator
     def quit(self) -> None:
@@ -439,8 +469,6 @@ def test_server_request_id_is_echoed_or_generated(server: str) -> None:
 def test_server_attack_slow_loris_request_heads_are_cut_at_the_header_deadline() -> None:
     """200 connections trickle a request head a byte at a time: each is closed once it has taken
     `header_timeout_s` without finishing its head; the server answers meanwhile and after."""
-    import socket
-
     with serve(hostile_app(header_timeout_s=1.0)) as url, open_session(url) as bystander:
         host, port = url.removeprefix("http://").split(":")
         head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
@@ -528,3 +556,58 @@ def test_server_attack_non_json_tool_results_are_is_error_results(server: str) -
             assert is_error and "not JSON" in text, text
         assert tool_step(attacker, "echo", message="after")["data"]["observation"]["result"]["data"] == "after"
         assert_alive(server, bystander)
+
+
+# --- 11. a client that goes away mid-call ----------------------------------------------------------
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _drop(conn: ClientConnection) -> None:
+    """Go away without a close handshake, as a crashed client does."""
+    conn.socket.shutdown(socket.SHUT_RDWR)
+    conn.socket.close()
+
+
+@pytest.mark.parametrize("tool_name", ["spawn_sleep", "nap"])
+def test_server_attack_a_dropped_client_ends_its_call(tool_name: str) -> None:
+    """A client drops during a 12 s call: after `disconnect_grace_s` its command is killed (the
+    environment's close runs beside the call) or its coroutine cancelled, and the session ends."""
+    grace_s = 0.3
+    with serve(hostile_app(disconnect_grace_s=grace_s)) as url, open_session(url) as bystander:
+        spawned, cancelled = len(SPAWNED), len(NAPS_CANCELLED)
+        conn = open_session(url)
+        conn.send(json.dumps({"type": "step", "data": {"tool": tool_name, "arguments": {"seconds": 12}}}))
+        time.sleep(0.3)  # the call is running
+        if tool_name == "spawn_sleep":
+            assert len(SPAWNED) == spawned + 1
+            assert _running(SPAWNED[-1])
+        dropped = time.monotonic()
+        _drop(conn)
+        if tool_name == "spawn_sleep":
+            assert wait_until(lambda: not _running(SPAWNED[-1]), timeout_s=5), "the command outlived its client"
+        else:
+            assert wait_until(lambda: len(NAPS_CANCELLED) == cancelled + 1, timeout_s=5), "the coroutine ran on"
+        took_s = time.monotonic() - dropped
+        assert grace_s <= took_s < grace_s + 1.5, took_s
+        health = lambda: httpx.get(f"{url}/health").json()  # noqa: E731
+        assert wait_until(lambda: health()["active_sessions"] == 1 and health()["abandoned_threads"] == 0)
+        assert_alive(url, bystander)
+
+
+def test_server_attack_a_client_that_sends_during_a_call_is_not_dropped() -> None:
+    """The watch for a dropped client reads the connection: a message sent while a call runs is
+    answered after it, in order."""
+    with serve(hostile_app()) as url, open_session(url) as conn:
+        conn.send(json.dumps({"type": "step", "data": {"tool": "nap", "arguments": {"seconds": 0.4}}, "id": 1}))
+        time.sleep(0.2)
+        conn.send(json.dumps({"type": "state", "id": 2}))
+        first, second = receive(conn), receive(conn)
+        assert (first["id"], first["data"]["observation"]["result"]["data"]) == (1, "rested"), first
+        assert (second["id"], second["type"]) == (2, "state"), second
