@@ -42,7 +42,7 @@ from ..generation.base import GenerationBackend, SamplingParams, check_completio
 from .messages import normalize_messages, normalize_tools
 from .server import InterceptedRequest, InterceptionServer
 
-__all__ = ["AgentEpisodeConfig", "AgentEpisodeResult", "AgentEpisodeRunner", "run_agent_episode"]
+__all__ = ["AgentEpisodeConfig", "AgentEpisodeResult", "AgentEpisodeRunner", "ConversationRecorder", "run_agent_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,8 +105,12 @@ class _Conversation:
     calls: int = 0
 
 
-class _Recorder:
-    """Turns intercepted calls into ledgers (segments), answering each with the policy."""
+class ConversationRecorder:
+    """Turns intercepted calls into ledgers (segments), answering each with the policy.
+
+    Dialect-blind: it reads each call's internal form (`InterceptedRequest.messages`/`tools`)
+    and answers with an assistant message, which the server encodes in the agent's dialect.
+    """
 
     def __init__(self, backend: GenerationBackend, tokenizer: Any, config: AgentEpisodeConfig) -> None:
         self.backend = backend
@@ -256,7 +260,7 @@ async def run_agent_episode(
     t0 = time.monotonic()
     await session.reset(**task, **({"seed": seed} if seed is not None else {}))
     env_s += time.monotonic() - t0
-    recorder = _Recorder(backend, tokenizer, config) if config.mode == "intercept" else None
+    recorder = ConversationRecorder(backend, tokenizer, config) if config.mode == "intercept" else None
     rollout = None
     if config.mode == "intercept":
         if server is None or backend is None:

@@ -1,13 +1,19 @@
-"""The interception server: an OpenAI-compatible chat endpoint per rollout, answered by the trainer.
+"""The interception server: model endpoints per rollout, in three API dialects, answered by the trainer.
 
 A black-box agent (a CLI program in the environment's sandbox) makes its own model calls. For
 training, each rollout gets a base URL and a secret:
 
-    POST /rollout/{rollout_id}/v1/chat/completions     Authorization: Bearer <secret>
+    POST /rollout/{rollout_id}/v1/chat/completions   OpenAI chat completions
+    POST /rollout/{rollout_id}/v1/responses          OpenAI Responses API
+    POST /rollout/{rollout_id}/v1/messages           Anthropic Messages
+    Authorization: Bearer <secret>   (or x-api-key: <secret>, as Anthropic clients send it)
 
-A request waits in the rollout's queue until the trainer takes it (`Rollout.next_request`),
-generates the answer with the policy, and `respond`s; the agent then gets an ordinary
-`chat.completion` (or its streamed form). Every wait is bounded: a request the trainer does not
+OpenAI clients take `.../rollout/{id}/v1` as their base URL, Anthropic clients
+`.../rollout/{id}`. Each dialect's codec (`dialect.py`) decodes its request into one internal
+form (`ModelCall`: chat-completions messages and tools), so the trainer answers every dialect
+with the same code. A request waits in the rollout's queue until the trainer takes it
+(`Rollout.next_request`), generates the answer with the policy, and `respond`s; the agent then
+gets its dialect's response, streamed (server-sent events) when it asked. Every wait is bounded: a request the trainer does not
 answer within `request_timeout_s` gets a 504, and a rollout that is closed answers 410, so an
 agent never hangs on the server.
 
@@ -38,7 +44,12 @@ from typing import Any, Self
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
+
+from .dialect import Answer, Dialect, ModelCall, ReplyContext, ToolCallOut
+from .wire_anthropic import AnthropicDialect
+from .wire_chat import ChatDialect
+from .wire_responses import ResponsesDialect
 
 __all__ = ["InterceptedRequest", "InterceptionServer", "Rollout"]
 
@@ -47,19 +58,11 @@ logger = logging.getLogger(__name__)
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 
 
-class ChatRequest(BaseModel):
-    """The part of an OpenAI chat-completions request the trainer reads; the rest is kept as is."""
+ChatRequest = ModelCall
+"""The internal form of a model call (a chat-completions request body); kept under its old name."""
 
-    model_config = ConfigDict(extra="allow")
-
-    model: str | None = None
-    messages: list[dict[str, Any]] = Field(min_length=1)
-    tools: list[dict[str, Any]] | None = None
-    stream: bool = False
-    n: int = Field(default=1, ge=1)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0)
+DIALECTS: tuple[Dialect, ...] = (ChatDialect(), ResponsesDialect(), AnthropicDialect())
+"""The wire dialects served under every rollout's `/rollout/{id}`."""
 
 
 @dataclass
@@ -69,9 +72,12 @@ class InterceptedRequest:
     rollout_id: str
     index: int
     """The call's number within its rollout, from 0."""
-    body: ChatRequest
+    body: ModelCall
+    """The call in the internal form (chat-completions messages and tools), whatever the dialect."""
+    dialect: str = "chat"
+    """The API the agent spoke: `chat`, `responses` or `anthropic`."""
     received_at: float = field(default_factory=time.time)
-    _answer: concurrent.futures.Future[dict[str, Any]] = field(default_factory=concurrent.futures.Future, repr=False)
+    _answer: concurrent.futures.Future[Answer] = field(default_factory=concurrent.futures.Future, repr=False)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -106,26 +112,24 @@ class InterceptedRequest:
             function = call.get("function", call)
             arguments = function.get("arguments", {})
             calls.append(
-                {
-                    "id": call.get("id") or f"call_{self.index}_{i}_{uuid.uuid4().hex[:8]}",
-                    "type": "function",
-                    "function": {
-                        "name": function.get("name", ""),
-                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-                    },
-                }
+                ToolCallOut(
+                    id=call.get("id") or f"call_{self.index}_{i}_{uuid.uuid4().hex[:8]}",
+                    name=str(function.get("name", "")),
+                    arguments=arguments if isinstance(arguments, str) else json.dumps(arguments),
+                )
             )
-        out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        if calls:
-            out["tool_calls"] = calls
         reason = finish_reason or ("tool_calls" if calls else "stop")
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        }
+        if reason not in ("stop", "tool_calls", "length"):
+            raise ValueError(f"finish_reason must be stop, tool_calls or length, got {reason!r}")
+        answer = Answer(
+            content=message.get("content"),
+            tool_calls=tuple(calls),
+            finish_reason=reason,  # type: ignore[arg-type]
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
         if not self._answer.done():
-            self._answer.set_result({"message": out, "finish_reason": reason, "usage": usage})
+            self._answer.set_result(answer)
 
     def fail(self, status: int, message: str) -> None:
         """Answer the agent with an error (e.g. 500 when generation failed). Thread-safe."""
@@ -167,8 +171,13 @@ class Rollout:
         return f"Rollout({self.id!r}, requests={len(self.requests)}, closed={self.closed})"
 
     def base_url(self, host: str | None = None) -> str:
-        """The OpenAI base URL (ending in `/v1`) an agent uses; `host` as the agent reaches the server."""
+        """The OpenAI base URL (ending in `/v1`) an agent uses; `host` as the agent reaches the server.
+        Anthropic clients take it without the `/v1` (`anthropic_base_url`)."""
         return f"http://{host or self.server.host}:{self.server.port}/rollout/{self.id}/v1"
+
+    def anthropic_base_url(self, host: str | None = None) -> str:
+        """The base URL Anthropic clients take (they add `/v1/messages` themselves)."""
+        return self.base_url(host).removesuffix("/v1")
 
     async def next_request(self, timeout_s: float | None = None) -> InterceptedRequest | None:
         """The next model call (waits at most `timeout_s`); None once the rollout is closed.
@@ -214,8 +223,8 @@ class Rollout:
         else:
             self._queue.put_nowait(item)
 
-    def _new_request(self, body: ChatRequest) -> InterceptedRequest:
-        request = InterceptedRequest(self.id, next(self._counter), body)
+    def _new_request(self, body: ModelCall, dialect: str = "chat") -> InterceptedRequest:
+        request = InterceptedRequest(self.id, next(self._counter), body, dialect)
         self.requests.append(request)
         return request
 
@@ -358,31 +367,40 @@ class InterceptionServer:
     def app(self) -> FastAPI:
         app = FastAPI(title="openenv interception", openapi_url=None, docs_url=None, redoc_url=None)
 
-        def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
-            return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+        chat = DIALECTS[0]
 
-        def authorize(request: Request, rollout_id: str) -> Rollout | JSONResponse:
+        def error(status: int, message: str, kind: str = "invalid_request_error", dialect: Dialect = chat) -> JSONResponse:
+            # x-should-retry: the SDKs (openai, anthropic) do not retry a refusal that will not change.
+            retry = {} if status in (408, 429) or status >= 500 else {"x-should-retry": "false"}
+            return JSONResponse(dialect.error(status, message, kind), status_code=status, headers=retry)
+
+        def authorize(request: Request, rollout_id: str, dialect: Dialect = chat) -> Rollout | JSONResponse:
             rollout = self._rollouts.get(rollout_id)
             header = request.headers.get("authorization", "")
-            given = header[7:].strip() if header[:7].lower() == "bearer " else request.headers.get("api-key", "")
+            given = header[7:].strip() if header[:7].lower() == "bearer " else ""
+            given = given or request.headers.get("x-api-key", "") or request.headers.get("api-key", "")
             if not given:
-                return error(401, "missing credentials: send the rollout's secret as `Authorization: Bearer <secret>`", "authentication_error")
+                return error(
+                    401, "missing credentials: send the rollout's secret as `Authorization: Bearer <secret>` or `x-api-key`",
+                    "authentication_error", dialect,
+                )
             if rollout is None:
-                return error(404 if rollout_id not in self._closed_ids else 410, f"no open rollout {rollout_id!r}", "not_found_error")
+                status = 404 if rollout_id not in self._closed_ids else 410
+                return error(status, f"no open rollout {rollout_id!r}", "not_found_error", dialect)
             if not hmac.compare_digest(given.encode(), rollout.secret.encode()):
-                return error(401, f"the secret is not rollout {rollout_id!r}'s", "authentication_error")
+                return error(401, f"the secret is not rollout {rollout_id!r}'s", "authentication_error", dialect)
             return rollout
 
-        async def body_of(request: Request) -> dict[str, Any] | JSONResponse:
+        async def body_of(request: Request, dialect: Dialect = chat) -> dict[str, Any] | JSONResponse:
             raw = await request.body()
             if len(raw) > self.max_body_bytes:
-                return error(413, f"the request has {len(raw)} bytes; at most {self.max_body_bytes} are accepted")
+                return error(413, f"the request has {len(raw)} bytes; at most {self.max_body_bytes} are accepted", dialect=dialect)
             try:
                 data = json.loads(raw or b"{}")
             except ValueError as e:
-                return error(400, f"the body is not JSON: {e}")
+                return error(400, f"the body is not JSON: {e}", dialect=dialect)
             if not isinstance(data, dict):
-                return error(400, "the body must be a JSON object")
+                return error(400, "the body must be a JSON object", dialect=dialect)
             return data
 
         @app.get("/health")
@@ -396,46 +414,53 @@ class InterceptionServer:
                 return rollout
             return {"object": "list", "data": [{"id": "policy", "object": "model", "owned_by": "openenv"}]}
 
-        @app.post("/rollout/{rollout_id}/v1/chat/completions")
-        async def chat(rollout_id: str, request: Request) -> Any:
-            rollout = authorize(request, rollout_id)
+        async def model_call(dialect: Dialect, rollout_id: str, request: Request) -> Any:
+            rollout = authorize(request, rollout_id, dialect)
             if isinstance(rollout, JSONResponse):
                 return rollout
-            data = await body_of(request)
+            data = await body_of(request, dialect)
             if isinstance(data, JSONResponse):
                 return data
             try:
-                body = ChatRequest.model_validate(data)
+                parsed = dialect.parse(data)
+                body = dialect.decode(parsed)
             except ValidationError as e:
-                where = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
-                return error(400, f"invalid chat request: {where}")
-            if body.n != 1:
-                return error(400, "n > 1 is not supported: each model call is one sample of the policy")
+                where = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors(include_input=False))
+                return error(400, f"invalid {dialect.name} request: {where}", dialect=dialect)
+            except ValueError as e:
+                return error(400, str(e), dialect=dialect)
             if rollout.closed:
-                return error(410, f"rollout {rollout_id} has ended", "not_found_error")
-            intercepted = rollout._new_request(body)
+                return error(410, f"rollout {rollout_id} has ended", "not_found_error", dialect)
+            intercepted = rollout._new_request(body, dialect.name)
             rollout._deliver(intercepted)
             try:
                 answer = await asyncio.wait_for(asyncio.wrap_future(intercepted._answer), self.request_timeout_s)
             except TimeoutError:
                 intercepted.fail(504, "timed out")
-                return error(504, f"the trainer did not answer within {self.request_timeout_s} s", "timeout_error")
+                return error(504, f"the trainer did not answer within {self.request_timeout_s} s", "timeout_error", dialect)
             except _HTTPFailure as e:
                 kind = {410: "not_found_error"}.get(e.status, "server_error" if e.status >= 500 else "invalid_request_error")
-                return error(e.status, e.message, kind)
-            model = body.model or "policy"
-            completion_id = f"chatcmpl-{rollout_id[:8]}-{intercepted.index}"
-            created = int(time.time())
+                return error(e.status, e.message, kind, dialect)
+            ctx = ReplyContext(
+                response_id=f"{dialect.id_prefix}_{rollout_id[:8]}{intercepted.index:04d}{uuid.uuid4().hex[:8]}",
+                created=int(time.time()),
+                model=body.model or "policy",
+                request=parsed,
+            )
             if not body.stream:
-                return {
-                    "id": completion_id,
-                    "object": "chat.completion",
-                    "created": created,
-                    "model": model,
-                    "choices": [{"index": 0, "message": answer["message"], "finish_reason": answer["finish_reason"], "logprobs": None}],
-                    "usage": answer["usage"],
-                }
-            return StreamingResponse(_sse(completion_id, created, model, answer), media_type="text/event-stream")
+                return JSONResponse(dialect.encode(answer, ctx))
+            return StreamingResponse(
+                dialect.stream(answer, ctx), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+            )
+
+        def endpoint_of(dialect: Dialect) -> Callable[[str, Request], Any]:
+            async def endpoint(rollout_id: str, request: Request) -> Any:
+                return await model_call(dialect, rollout_id, request)
+
+            return endpoint
+
+        for dialect in DIALECTS:
+            app.add_api_route(f"/rollout/{{rollout_id}}{dialect.path}", endpoint_of(dialect), methods=["POST"], name=dialect.name)
 
         @app.post("/rollout/{rollout_id}/v1/tools/{name}")
         async def host_tool(rollout_id: str, name: str, request: Request) -> Any:
@@ -467,16 +492,3 @@ class InterceptionServer:
             return {"result": result}
 
         return app
-
-
-async def _sse(completion_id: str, created: int, model: str, answer: dict[str, Any]) -> Any:
-    """The answer as OpenAI's streamed chunks: one delta with everything, then the finish."""
-    message = answer["message"]
-    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
-    if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
-    base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
-    yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]})}\n\n"
-    final = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": answer["finish_reason"]}], "usage": answer["usage"]}
-    yield f"data: {json.dumps(final)}\n\n"
-    yield "data: [DONE]\n\n"
