@@ -11,8 +11,10 @@ On the server, in an orchestrator-only call (never a tool), with the session's `
 
 What one call does (the grading rule of docs/grading.md):
 
-1. reads each solution file from the session's working directory as the session's user, inside
-   its sandbox, never through a symbolic link (regular files of at most `MAX_SOLUTION_BYTES`);
+1. reads each solution file (`<module>.py`) or package folder (`<package>/`) from the session's
+   working directory as the session's user, inside its sandbox, never through a symbolic link
+   (regular files of at most `MAX_SOLUTION_BYTES`; of a package, its `.py` and data files, at
+   most `MAX_PACKAGE_BYTES` and `MAX_PACKAGE_FILES` in all);
 2. writes the grader's `tests` into a fresh private directory of the server's (0700, outside
    every sandbox) with an empty `pytest.ini`: no file of the agent's is ever there;
 3. makes a second, fresh sandbox (its own uid, no network) holding only read-only copies of the
@@ -22,7 +24,9 @@ What one call does (the grading rule of docs/grading.md):
    imports the agent's code and reads no configuration but the grader's. A test's
    `from solution import f` gets a proxy whose calls go over a pipe to a worker (`python -I -S`)
    that imports the copies in the second sandbox; values come back decoded with bounds, and a
-   worker object is a proxy whose `==` is identity (a lying `__eq__` does not pass);
+   worker object is a proxy whose `==` is identity (a lying `__eq__` does not pass; with
+   `remote_equality`, two of the solution's objects compare by the solution's `__eq__`, never
+   one of them with a local value);
 5. reads each test's outcome back from the private directory, then removes both directories and
    every process of the worker's sandbox.
 
@@ -43,6 +47,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -53,8 +58,11 @@ from openenv_sdk.sandbox import Isolation, Sandbox, SandboxLimits, run_command
 
 __all__ = [
     "DEFAULT_RUN_TIMEOUT_S",
+    "MAX_PACKAGE_BYTES",
+    "MAX_PACKAGE_FILES",
     "MAX_RUN_TIMEOUT_S",
     "MAX_SOLUTION_BYTES",
+    "PACKAGE_DATA_SUFFIXES",
     "MAX_TESTS_BYTES",
     "HiddenTestRun",
     "Outcome",
@@ -64,9 +72,22 @@ __all__ = [
 
 DEFAULT_RUN_TIMEOUT_S = 60.0
 """Wall-clock limit of one whole run (collection and every test), in seconds."""
-MAX_RUN_TIMEOUT_S = 300.0
+MAX_RUN_TIMEOUT_S = 600.0
 MAX_SOLUTION_BYTES = 1024 * 1024
 """Largest solution file copied; a larger one is not copied (its tests then fail)."""
+MAX_PACKAGE_BYTES = 16 * 1024 * 1024
+"""Largest total size of the files copied from one package folder; past it nothing of it is copied."""
+MAX_PACKAGE_FILES = 2000
+"""Most entries (files, folders, links) read in one package folder; past it nothing of it is copied."""
+MAX_PACKAGE_DEPTH = 16
+"""Deepest subfolder of a package read; deeper ones are skipped."""
+PACKAGE_DATA_SUFFIXES = frozenset({
+    ".json", ".txt", ".csv", ".tsv", ".toml", ".ini", ".cfg", ".yaml", ".yml", ".xml", ".html", ".md", ".rst",
+    ".typed", ".dat",
+})  # fmt: skip
+"""Besides `.py`, what a package's files may end with to be copied: data a library reads beside
+its code. Bytecode (`.pyc`, which would be imported instead of its source), native extensions
+and every other file stay behind, as does `conftest.py` (never library code)."""
 MAX_TESTS_BYTES = 8 * 1024 * 1024
 """Largest total size of the grader's files."""
 REPORT_FILE = ".openenv_grading_report.json"
@@ -76,7 +97,7 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 PYTHON = os.path.abspath(sys.executable)
 """The interpreter of both processes (the sandbox mounts the runtime at the same path)."""
 
-_SOLUTION_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.py$")
+_SOLUTION_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.py|/)$")
 
 Outcome = Literal["passed", "failed", "error", "skipped"]
 
@@ -99,8 +120,12 @@ class HiddenTestRun(BaseModel):
     collect_errors: dict[str, str] = Field(default_factory=dict, description="Test file -> why it did not collect.")
     solution_files: dict[str, str] = Field(
         default_factory=dict,
-        description='Solution file -> "copied", "missing", "a symbolic link (not followed)", "not a regular file", '
-        '"too large (...)" or "not readable (...)".',
+        description='Solution file or package folder -> "copied", "missing", "a symbolic link (not followed)", '
+        '"not a regular file", "not a directory", "too large (...)" or "not readable (...)".',
+    )
+    skipped_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="A package's file or folder that was not copied (e.g. `pkg/conftest.py`) -> why.",
     )
     output_tail: str = Field(default="", description="The tail of pytest's output (and the solution's, on failures).")
 
@@ -145,17 +170,24 @@ def run_hidden_tests(
     call_timeout_s: float = DEFAULT_TIMEOUT_S,
     test_timeout_s: float | None = None,
     worker_limits: SandboxLimits | None = None,
+    remote_equality: bool = False,
+    workdir: str | Path | None = None,
 ) -> HiddenTestRun:
     """Run the grader's pytest files against the solution files of `sandbox`'s working directory,
     in a trusted process that never imports them (see the module's docstring). Blocks until the
     run ends (at most about `timeout_s`); never raises for anything the solution does.
 
     Args:
-        sandbox: the agent's session sandbox; the solution files are read from its `workspace`.
+        sandbox: the agent's session sandbox; the solution files are read from its `workspace`
+            (or `workdir`).
         tests: relative path -> text: the hidden test files, and any conftest.py or data file of
             the grader's (a `pytest.ini` among them replaces the empty one).
-        solution_files: the graded files, `<module>.py` in the working directory (e.g.
-            `["solution.py"]`); the tests import them by module name.
+        solution_files: what is graded, in the working directory: module files `<module>.py`
+            (e.g. `["solution.py"]`) and package folders `<package>/` (e.g. `["intervals/"]`:
+            its `.py` files and data files, `PACKAGE_DATA_SUFFIXES`, in every subfolder but
+            `__pycache__` and hidden ones; symbolic links, `conftest.py` and other files skipped,
+            see `HiddenTestRun.skipped_files`). The tests import them by name (`import
+            intervals.ops` too).
         pytest_args: more pytest arguments (e.g. `["-x"]`, or the test files to run; by default
             pytest collects every `test_*.py` of `tests`).
         timeout_s: wall-clock limit of the whole run, in seconds; then every process is killed
@@ -165,17 +197,24 @@ def run_hidden_tests(
         test_timeout_s: a test that passes but took longer fails (default: `call_timeout_s`).
         worker_limits: the worker's memory, process and file-size limits (default: the
             session sandbox's limits).
+        remote_equality: `==`, `!=` and `hash()` between two of the solution's objects are the
+            solution's own `__eq__`, `__ne__` and `__hash__` (a library's value types); off, they
+            are identity. Never asked between the solution's object and a local value.
+        workdir: the folder of `sandbox` holding the solution (default: its `workspace`); it
+            must lie in the sandbox's folder.
 
     Returns:
         The run's outcomes; `HiddenTestRun.all_passed()` is the usual verdict.
 
     Raises:
         ValueError: a bad path or size among `tests`, a solution file that is not a top-level
-            module file or would shadow a module the trusted side needs, or a bad timeout.
+            module file or package folder or would shadow a module the trusted side needs, a
+            `workdir` outside the sandbox's folder, or a bad timeout.
     """
     modules = _check_arguments(tests, solution_files, pytest_args, timeout_s, call_timeout_s, test_timeout_s)
+    folder = _check_workdir(sandbox, workdir)
     limits = worker_limits or sandbox.limits
-    status, contents = _read_solution_files(sandbox, solution_files)
+    copied = _read_solution_files(sandbox, folder, solution_files)
     trusted = Path(tempfile.mkdtemp(prefix="openenv-grading-"))  # 0700, the server's own
     worker: Sandbox | None = None
     try:
@@ -186,16 +225,13 @@ def run_hidden_tests(
             target.write_text(text, encoding="utf-8")
         worker = Sandbox(limits=limits, name="grading-worker", base_dir=sandbox.root.parent)
         worker.make_dir("work", writable=False)  # the worker writes nothing there
-        for name, data in contents.items():
-            copy = worker.workspace / name
-            copy.write_bytes(data)
-            copy.chmod(0o444)  # the server's: the worker reads it, nobody changes it
+        _write_copies(worker.workspace, copied)
         argv = [
             PYTHON, "-I", "-m", "pytest", "-p", "openenv_sdk.grading.pytest_remote",
             "-p", "openenv_sdk.grading._pytest_report",
             "--remote-modules", ",".join(modules), "--remote-dir", str(worker.workspace),
             "--remote-spawn-prefix", json.dumps(_worker_prefix(worker, limits)), "--remote-python", _python_of(worker),
-            "--remote-timeout", f"{call_timeout_s:g}",
+            "--remote-timeout", f"{call_timeout_s:g}", *(["--remote-equality"] if remote_equality else []),
             "--grading-report", REPORT_FILE, "--grading-test-timeout", f"{test_timeout_s or call_timeout_s:g}",
             "-c", "pytest.ini", "--rootdir", ".", "-p", "no:cacheprovider", "-q", *pytest_args,
         ]  # fmt: skip
@@ -216,7 +252,8 @@ def run_hidden_tests(
         exit_code=result.exit_code,
         timed_out=result.timed_out,
         duration_s=round(result.duration_s, 3),
-        solution_files=status,
+        solution_files=copied.status,
+        skipped_files=copied.skipped,
         output_tail=(result.stdout + result.stderr)[-OUTPUT_TAIL_CHARS:],
     )
     if report is not None:
@@ -245,8 +282,10 @@ def _check_arguments(
     if isinstance(pytest_args, str) or not all(isinstance(word, str) for word in pytest_args):
         raise ValueError("pytest_args must be a list of strings")
     if isinstance(solution_files, str) or not solution_files:
-        raise ValueError('solution_files must be a non-empty list of file names, e.g. ["solution.py"]')
-    modules = [check_solution_file(name).removesuffix(".py") for name in solution_files]
+        raise ValueError('solution_files must be a non-empty list of file names, e.g. ["solution.py"] or ["mypkg/"]')
+    modules = [_module_of(check_solution_file(name)) for name in solution_files]
+    if len(set(modules)) < len(modules):
+        raise ValueError(f"solution_files name a module twice: {list(solution_files)}")
     if not tests:
         raise ValueError("tests is empty: give at least one test file")
     size = 0
@@ -268,62 +307,194 @@ def _check_arguments(
 
 
 def check_solution_file(name: str) -> str:
-    """`name`, if `run_hidden_tests` can grade it: a module file of the working directory
-    (`<identifier>.py`) whose module shadows nothing the trusted side imports (the standard
-    library, pytest, pluggy, conftest, openenv_sdk). An environment can check its tasks' solution
-    files with it when it loads them, by the same rule.
+    """`name`, if `run_hidden_tests` can grade it: a module file (`<identifier>.py`) or a package
+    folder (`<identifier>/`) of the working directory, whose module shadows nothing the trusted
+    side imports (the standard library, pytest, pluggy, conftest, openenv_sdk). An environment can
+    check its tasks' solution files with it when it loads them, by the same rule.
 
     Raises:
         ValueError: naming the problem.
     """
     if not isinstance(name, str) or not _SOLUTION_FILE.match(name):
-        raise ValueError(f"solution file {name!r} must be a module file in the working directory, e.g. 'solution.py'")
-    RemoteSession([name.removesuffix(".py")], ".")  # its own check of the name (it starts nothing)
+        raise ValueError(
+            f"solution file {name!r} must be a module file in the working directory, e.g. 'solution.py', "
+            "or a package folder there, e.g. 'mypkg/'"
+        )
+    RemoteSession([_module_of(name)], ".")  # its own check of the name (it starts nothing)
     return name
+
+
+def _module_of(name: str) -> str:
+    """The module a checked solution file or package folder gives."""
+    return name.removesuffix(".py").removesuffix("/")
+
+
+def _check_workdir(sandbox: Sandbox, workdir: str | Path | None) -> Path:
+    """The folder the solution is read from: `workdir`, if it lies in the sandbox's folder."""
+    if workdir is None:
+        return sandbox.workspace
+    folder = Path(os.path.normpath(os.path.abspath(workdir)))
+    if folder != sandbox.root and sandbox.root not in folder.parents:
+        raise ValueError(f"workdir {str(workdir)!r} must lie in the sandbox's folder {str(sandbox.root)!r}")
+    return folder
 
 
 _READER = r"""
 import base64, errno, json, os, stat, sys
-limit, out = int(sys.argv[1]), {}
-for name in sys.argv[2:]:
+file_limit, tree_bytes, tree_entries, tree_depth = map(int, sys.argv[1:5])
+data_suffixes = set(json.loads(sys.argv[5]))
+FILE, FOLDER = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY
+
+class TooLarge(Exception):
+    pass
+
+def refusal(e):
+    return "a symbolic link (not followed)" if e.errno == errno.ELOOP else f"not readable ({e.strerror})"
+
+def read(fd, limit):  # the regular file's bytes, or None past `limit`
+    chunks, size = [], 0
+    while size <= limit and (chunk := os.read(fd, 1 << 16)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return None if size > limit else b"".join(chunks)
+
+def read_file(name):
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(name, FILE)
     except FileNotFoundError:
-        out[name] = ["missing"]
-        continue
+        return ["missing"]
     except OSError as e:
-        out[name] = ["a symbolic link (not followed)" if e.errno == errno.ELOOP else f"not readable ({e.strerror})"]
-        continue
+        return [refusal(e)]
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            out[name] = ["not a regular file"]
-            continue
-        chunks, size = [], 0
-        while size <= limit and (chunk := os.read(fd, 1 << 16)):
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            out[name] = [f"too large (over {limit} bytes)"]
-        else:
-            out[name] = ["copied", base64.b64encode(b"".join(chunks)).decode()]
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ["not a regular file"]
+        data = read(fd, file_limit)
+        return ["copied", base64.b64encode(data).decode()] if data is not None else [f"too large (over {file_limit} bytes)"]
     finally:
         os.close(fd)
-sys.stdout.write(json.dumps(out))
+
+def kept(name):  # why a package's file is not copied (None: it is)
+    if name == "conftest.py":
+        return "a conftest.py (never copied)"
+    if name.endswith(".py") or os.path.splitext(name)[1] in data_suffixes:
+        return None
+    return "not a .py or data file"
+
+def walk(dfd, prefix, depth, out):
+    for name in sorted(os.listdir(dfd)):
+        out["entries"] += 1
+        if out["entries"] > tree_entries:
+            raise TooLarge
+        try:
+            name.encode()
+            usual = name.isprintable()
+        except UnicodeEncodeError:
+            usual = False
+        if not usual:
+            out["skipped"][prefix + ascii(name)] = "an unusual name (not copied)"
+            continue
+        path = prefix + name
+        try:
+            info = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except OSError as e:
+            out["skipped"][path] = refusal(e)
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            if name == "__pycache__" or name.startswith("."):
+                continue  # bytecode and caches: never library code
+            if depth >= tree_depth:
+                out["skipped"][path + "/"] = f"too deep (over {tree_depth} folders)"
+                continue
+            try:
+                sub = os.open(name, FOLDER, dir_fd=dfd)
+            except OSError as e:
+                out["skipped"][path + "/"] = refusal(e)
+                continue
+            try:
+                walk(sub, path + "/", depth + 1, out)
+            finally:
+                os.close(sub)
+            continue
+        why = "a symbolic link (not followed)" if stat.S_ISLNK(info.st_mode) else (
+            "not a regular file" if not stat.S_ISREG(info.st_mode) else kept(name))
+        if why is None:
+            try:
+                fd = os.open(name, FILE, dir_fd=dfd)
+            except OSError as e:
+                why = refusal(e)
+            else:
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        why = "not a regular file"
+                    else:
+                        data = read(fd, out["left"])
+                        if data is None:
+                            raise TooLarge
+                        out["left"] -= len(data)
+                        out["files"][path] = base64.b64encode(data).decode()
+                finally:
+                    os.close(fd)
+        if why is not None:
+            out["skipped"][path] = why
+
+def read_package(folder):
+    name = folder.rstrip("/")
+    try:
+        mode = os.stat(name, follow_symlinks=False).st_mode
+        if stat.S_ISLNK(mode):
+            return ["a symbolic link (not followed)"]
+        top = os.open(name, FOLDER)  # O_NOFOLLOW: a link put there meanwhile is refused too
+    except FileNotFoundError:
+        return ["missing"]
+    except NotADirectoryError:
+        return ["not a directory"]
+    except OSError as e:
+        return [refusal(e)]
+    out = {"entries": 0, "left": tree_bytes, "files": {}, "skipped": {}}
+    try:
+        walk(top, name + "/", 1, out)
+    except TooLarge:
+        return [f"too large (over {tree_bytes} bytes or {tree_entries} entries)"]
+    finally:
+        os.close(top)
+    return ["copied", out["files"], out["skipped"]]
+
+answer = {name: read_package(name) if name.endswith("/") else read_file(name) for name in sys.argv[6:]}
+sys.stdout.write(json.dumps(answer))
 """
 
 
-def _read_solution_files(sandbox: Sandbox, names: Sequence[str]) -> tuple[dict[str, str], dict[str, bytes]]:
-    """Each file's status and the content of those copied. Read as the session's user, in its
-    sandbox (in a container root has no CAP_DAC_OVERRIDE, and reading as the owner never reads
-    more than the owner could), by `python -I -S` (no site, no agent-planted startup file)."""
-    if not sandbox.workspace.is_dir():
-        return dict.fromkeys(names, "missing (the working directory is gone)"), {}
+@dataclass
+class _Copies:
+    """What was read of the solution: each file's or package's status, the copied files (path in
+    the working directory -> bytes) and the package files left behind (path -> why)."""
+
+    status: dict[str, str] = field(default_factory=dict)
+    contents: dict[str, bytes] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _read_solution_files(sandbox: Sandbox, folder: Path, names: Sequence[str]) -> _Copies:
+    """Read the solution's files and packages in `folder`, as the session's user, in its sandbox
+    (in a container root has no CAP_DAC_OVERRIDE, and reading as the owner never reads more than
+    the owner could), by `python -I -S` (no site, no agent-planted startup file). What it answers
+    is checked again here: paths, sizes, counts."""
+    copies = _Copies()
+    if not folder.is_dir():
+        copies.status = dict.fromkeys(names, "missing (the working directory is gone)")
+        return copies
+    output = sum(
+        2 * MAX_PACKAGE_BYTES + 512 * MAX_PACKAGE_FILES if name.endswith("/") else 2 * MAX_SOLUTION_BYTES + 256
+        for name in names
+    ) + 1024  # fmt: skip
     limits = sandbox.limits.model_copy(update={
-        "timeout_s": 30.0, "max_output_bytes": len(names) * (2 * MAX_SOLUTION_BYTES + 256) + 1024, "max_processes": None,
+        "timeout_s": 30.0, "max_output_bytes": output, "max_processes": None,
+        "kill_after_output_bytes": max(sandbox.limits.kill_after_output_bytes, 2 * output),
     })  # fmt: skip
+    bounds = (MAX_SOLUTION_BYTES, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, MAX_PACKAGE_DEPTH)
     result = sandbox.run(
-        [_python_of(sandbox), "-I", "-S", "-c", _READER, str(MAX_SOLUTION_BYTES), *names],
+        [_python_of(sandbox), "-I", "-S", "-c", _READER, *map(str, bounds), json.dumps(sorted(PACKAGE_DATA_SUFFIXES)), *names],
+        cwd=folder,
         env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
         limits=limits,
     )
@@ -333,21 +504,77 @@ def _read_solution_files(sandbox: Sandbox, names: Sequence[str]) -> tuple[dict[s
         answer = None
     if not isinstance(answer, dict):
         why = f"not read (the reader exited {result.exit_code}: {result.stderr.strip()[-200:]})"
-        return dict.fromkeys(names, why), {}
-    status: dict[str, str] = {}
-    contents: dict[str, bytes] = {}
+        copies.status = dict.fromkeys(names, why)
+        return copies
     for name in names:
         entry = answer.get(name)
         if not (isinstance(entry, list) and entry and isinstance(entry[0], str)):
-            status[name] = "not read"
+            copies.status[name] = "not read"
             continue
-        status[name] = entry[0]
-        if entry[0] == "copied":
-            try:
-                contents[name] = base64.b64decode(entry[1], validate=True)
-            except (IndexError, TypeError, binascii.Error):
-                status[name] = "not read"
-    return status, contents
+        copies.status[name] = entry[0]
+        if entry[0] != "copied":
+            continue
+        try:
+            found = _package_entry(name, entry) if name.endswith("/") else {name: _decode(entry[1])}
+        except (IndexError, TypeError, ValueError, binascii.Error):
+            copies.status[name] = "not read"
+            continue
+        copies.contents.update(found)
+        if name.endswith("/"):
+            copies.skipped.update({str(path): str(why) for path, why in entry[2].items()})
+    return copies
+
+
+def _package_entry(name: str, entry: list[object]) -> dict[str, bytes]:
+    """A package's files from the reader's answer, each path checked to lie in the package."""
+    files, skipped = entry[1], entry[2]
+    if not isinstance(files, dict) or not isinstance(skipped, dict) or len(files) + len(skipped) > MAX_PACKAGE_FILES:
+        raise ValueError("a malformed package entry")
+    found: dict[str, bytes] = {}
+    for path, text in files.items():
+        parts = PurePosixPath(path).parts
+        if not path.startswith(name) or "\0" in path or any(part in ("", ".", "..") for part in parts):
+            raise ValueError(f"a path outside the package: {path!r}")
+        found[path] = _decode(text)
+    if sum(len(data) for data in found.values()) > MAX_PACKAGE_BYTES:
+        raise ValueError("a package over its bound")
+    return found
+
+
+def _decode(text: object) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError("not base64 text")
+    return base64.b64decode(text, validate=True)
+
+
+def _write_copies(folder: Path, copies: _Copies) -> None:
+    """Write the copies into the worker's folder as the server's, read-only: folders 0755, files
+    0444 (the worker reads them, nobody changes them). The folder is the server's and fresh, so
+    nothing in it is a link."""
+    for name, status in copies.status.items():
+        if status == "copied" and name.endswith("/"):
+            _make_dirs(folder, folder / name)
+    for path, data in copies.contents.items():
+        target = folder / path
+        try:
+            _make_dirs(folder, target.parent)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        except OSError as e:  # e.g. a file and a folder of one name
+            copies.skipped[path] = f"not copied ({e.strerror})"
+            continue
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(target, 0o444)
+
+
+def _make_dirs(top: Path, folder: Path) -> None:
+    missing = []
+    while folder != top and not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir()
+        path.chmod(0o755)  # whatever the server's umask
 
 
 # --- the worker and the report -------------------------------------------------------------------
