@@ -1,7 +1,8 @@
 """HTTP routes: discovery (`/health`, `/metadata`, `/schema`) and stateful reset/step/state.
 
 A session is created by `POST /sessions` or by a `POST /reset` that names none (a reset that
-fails leaves no session behind); it is named by the `X-OpenEnv-Session` header (or the
+fails leaves no session behind; one made so ends with its client: `unreset_grace_s` after the
+connection that made it closed, unless a request on another connection named it); it is named by the `X-OpenEnv-Session` header (or the
 `openenv_session` cookie that `/reset` sets, so a cookie-keeping client such as `httpx.Client`
 is stateful with no extra code).
 """
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..types import ErrorCode, HealthResponse, MetadataResponse, SchemaResponse, SessionInfo, StepResult
 from ._protocol import ProtocolError
+from ._protocols import CONNECTION_KEY
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -68,6 +70,8 @@ def _require_session(request: Request) -> Session:
         )
     session = _state(request).sessions.get(session_id)
     session.touch()
+    if session.connection is not None:
+        session.named_on(request.scope.get(CONNECTION_KEY))
     return session
 
 
@@ -141,6 +145,8 @@ async def reset(request: Request, body: dict[str, Any] | None = Body(default=Non
     session_id = _session_id(request)
     if session_id:
         session = state.sessions.get(session_id)
+        if session.connection is not None:
+            session.named_on(request.scope.get(CONNECTION_KEY))
         observation = await session.reset(body)
     else:
         session = await state.sessions.create("http")
@@ -149,6 +155,8 @@ async def reset(request: Request, body: dict[str, Any] | None = Body(default=Non
         except BaseException:
             await state.sessions.close(session.id)
             raise
+        # made in passing, not by POST /sessions: it ends with its client (see SessionManager)
+        state.sessions.bind_to_connection(session, request.scope.get(CONNECTION_KEY))
     reply = JSONResponse(observation)
     _bind(reply, session)
     return reply

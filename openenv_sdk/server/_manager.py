@@ -17,6 +17,7 @@ from ..environment import Environment
 from ..types import ErrorCode
 from ._config import ServerConfig
 from ._protocol import ProtocolError
+from ._protocols import Connection
 from ._session import Session
 from ._worker import AbandonedCalls, LoopHandoff, WorkerPool, guard_sync
 
@@ -43,7 +44,9 @@ class SessionManager:
     """Creates sessions up to a capacity, finds them by id or MCP token, and reaps idle ones.
 
     A session not reset within `unreset_grace_s` of its creation (`POST /sessions`, a WebSocket
-    that only connects) is reaped then, not after `idle_timeout_s`; every session counts against
+    that only connects) is reaped then, not after `idle_timeout_s`; so is one made by
+    `POST /reset` without a session, `unreset_grace_s` after the connection that made it closed,
+    unless a request from another connection named it (`bind_to_connection`); every session counts against
     `max_sessions`. While `max_abandoned_threads` calls that timed out still run, no session is
     created.
     """
@@ -140,6 +143,21 @@ class SessionManager:
             )
         return session
 
+    def bind_to_connection(self, session: Session, connection: Connection | None) -> None:
+        """Hold `session` only as long as `connection` (the one whose request made it) or another
+        client that names it: when the connection closes and no request from another connection
+        has named the session, it is reaped `unreset_grace_s` later (unless one names it by then).
+        Without a `Connection` (a server other than `ServerHttpProtocol`'s), nothing changes."""
+        if connection is None:
+            return
+        session.connection = connection
+
+        def closed() -> None:
+            if session.connection is connection:
+                session.orphaned_at = time.monotonic()
+
+        connection.on_close(closed)
+
     def get_by_token(self, token: str) -> Session | None:
         return self.by_token.get(token)
 
@@ -189,6 +207,8 @@ class SessionManager:
                 continue
             if not s.has_reset and unreset_grace_s is not None and now - s.created_at > unreset_grace_s:
                 idle.append((s, f"not reset within {unreset_grace_s:g} s"))
+            elif s.orphaned_at is not None and now - s.orphaned_at > (unreset_grace_s or 0.0):
+                idle.append((s, "the connection that made it closed, and no other client named it"))
             elif idle_timeout_s is not None and now - s.last_active > idle_timeout_s:
                 idle.append((s, f"{idle_timeout_s:g} s idle"))
         for session, why in idle:

@@ -3,6 +3,8 @@
 `ServerWebSocketProtocol`: a message over the size limit is passed over and answered with a
 typed error, not a 1009 close (see the class). `ServerHttpProtocol`:
 
+- Each request's scope names its connection (`CONNECTION_KEY`: a `Connection`, told when the
+  connection closes), so that a session a request made can end with its client.
 - A deadline on request heads (`header_timeout_s`): a connection that has not sent a whole
   request head that long after it opened (or after its previous response) is closed. uvicorn
   has none: a client that trickles a head a byte at a time holds its connection, and its
@@ -22,12 +24,41 @@ import asyncio
 import functools
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-__all__ = ["OVERSIZE_KEY", "ServerHttpProtocol", "ServerWebSocketProtocol", "salvage_id"]
+__all__ = ["CONNECTION_KEY", "OVERSIZE_KEY", "Connection", "ServerHttpProtocol", "ServerWebSocketProtocol", "salvage_id"]
+
+
+CONNECTION_KEY = "openenv.connection"
+"""The ASGI scope key under which `ServerHttpProtocol` puts the request's `Connection`."""
+
+
+class Connection:
+    """One HTTP connection, as requests see it (`scope[CONNECTION_KEY]`): what to do when it
+    closes. It holds no reference to the protocol (no cycle through the scope)."""
+
+    __slots__ = ("_on_close", "closed", "__weakref__")
+
+    def __init__(self) -> None:
+        self._on_close: list[Callable[[], None]] = []
+        self.closed = False
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` when the connection closes (at once if it has)."""
+        if self.closed:
+            callback()
+        else:
+            self._on_close.append(callback)
+
+    def close(self) -> None:
+        self.closed = True
+        callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            callback()
 
 
 class ServerHttpProtocol(HttpToolsProtocol):
@@ -42,6 +73,7 @@ class ServerHttpProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
+        self.connection = Connection()
 
     @classmethod
     def with_header_timeout(cls, header_timeout_s: float) -> type[ServerHttpProtocol]:
@@ -54,6 +86,7 @@ class ServerHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
         super().connection_lost(exc)
+        self.connection.close()
         # the request cycle holds `on_response_complete`, a bound method of this protocol
         self.cycle = None  # type: ignore[assignment]
 
@@ -62,12 +95,17 @@ class ServerHttpProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():  # kept alive: the next head has the same deadline
             self._start_head_timer()
 
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope[CONNECTION_KEY] = self.connection  # type: ignore[literal-required]
+
     def on_headers_complete(self) -> None:
         self._stop_head_timer()
         super().on_headers_complete()
 
     def handle_websocket_upgrade(self) -> None:
         self._stop_head_timer()
+        self.connection.close()  # as HTTP: the WebSocket's session is bound to the socket itself
         super().handle_websocket_upgrade()
         # The WebSocket protocol owns the connection now; this one hears nothing more of it.
         self.parser = None  # type: ignore[assignment]

@@ -45,6 +45,7 @@ from ._worker import EnvironmentAborted, guard_async, guard_sync
 if TYPE_CHECKING:
     from ..tools import ToolSpec
     from ._manager import SessionManager
+    from ._protocols import Connection
 
 logger = logging.getLogger("openenv_sdk.server")
 
@@ -119,6 +120,8 @@ class Session:
         "has_reset",
         "_transcript",
         "closed",
+        "connection",
+        "orphaned_at",
     )
 
     def __init__(self, manager: SessionManager, session_id: str, env: Environment[Any, Any, Any], kind: str) -> None:
@@ -134,6 +137,12 @@ class Session:
         self.has_reset = False
         self._transcript = Transcript(max_bytes=manager.config.max_transcript_bytes)
         self.closed = False
+        self.connection: Connection | None = None
+        """The HTTP connection that made the session and holds it (`POST /reset` without a
+        session), until a request on another connection names it; None once it is anyone's."""
+        self.orphaned_at: float | None = None
+        """When `connection` closed with no other client holding the session (it is reaped
+        `unreset_grace_s` later unless a request names it meanwhile)."""
 
     def __repr__(self) -> str:  # never the MCP token
         return f"<Session {self.id[:8]} {self.kind}{' reset' if self.has_reset else ''}>"
@@ -157,6 +166,13 @@ class Session:
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
+
+    def named_on(self, connection: Connection | None) -> None:
+        """A request named this session: from another connection than the one that made it, the
+        session is that client's too, and outlives the first connection."""
+        if self.connection is not None and connection is not self.connection:
+            self.connection = None
+            self.orphaned_at = None
 
     # --- the orchestrator's verbs -----------------------------------------------------
 

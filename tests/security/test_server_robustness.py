@@ -611,3 +611,39 @@ def test_server_attack_a_client_that_sends_during_a_call_is_not_dropped() -> Non
         first, second = receive(conn), receive(conn)
         assert (first["id"], first["data"]["observation"]["result"]["data"]) == (1, "rested"), first
         assert (second["id"], second["type"]) == (2, "state"), second
+
+
+# --- 12. no session outlives its client unless made to -------------------------------------------
+
+
+def test_server_attack_sessions_made_by_reset_end_with_their_client() -> None:
+    """`POST /reset` without a session (any body) makes one that ends `unreset_grace_s` after
+    its connection closes; one made by `POST /sessions`, or named from another connection, is
+    kept (until `idle_timeout_s`)."""
+    with serve(hostile_app(unreset_grace_s=0.5)) as url, open_session(url) as bystander:
+        json_headers = {"Content-Type": "application/json"}
+        for body in (b"null", b"{}", b'{"seed": 3}', None):
+            with httpx.Client(base_url=url, timeout=5) as client:  # its own connection, closed after
+                reply = client.post("/reset", content=body, headers=json_headers if body else {})
+                assert reply.status_code == 200 and reply.headers["X-OpenEnv-Session"], reply.text
+        explicit = httpx.post(f"{url}/sessions").json()["session_id"]
+        assert httpx.post(f"{url}/reset", headers={"X-OpenEnv-Session": explicit}).status_code == 200
+        with httpx.Client(base_url=url, timeout=5) as first:
+            claimed = first.post("/reset").headers["X-OpenEnv-Session"]
+            with httpx.Client(base_url=url, timeout=5) as second:  # another client names it
+                step = second.post("/step", json={"action": {"message": "mine"}}, headers={"X-OpenEnv-Session": claimed})
+                assert step.status_code == 200, step.text
+        health = lambda: httpx.get(f"{url}/health").json()["active_sessions"]  # noqa: E731
+        assert wait_until(lambda: health() == 3, timeout_s=5), health()  # the bystander, explicit, claimed
+        time.sleep(1.0)
+        assert health() == 3
+        for kept in (explicit, claimed):
+            step = httpx.post(f"{url}/step", json={"action": {"message": "kept"}}, headers={"X-OpenEnv-Session": kept})
+            assert step.status_code == 200, step.text
+        # a cookie-keeping client on one connection keeps its session while it is open
+        with httpx.Client(base_url=url, timeout=5) as keeper:
+            assert keeper.post("/reset").status_code == 200
+            time.sleep(1.0)
+            assert keeper.post("/step", json={"action": {"message": "still"}}).status_code == 200
+        assert wait_until(lambda: health() == 3, timeout_s=5), health()
+        assert_alive(url, bystander)
