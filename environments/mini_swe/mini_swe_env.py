@@ -39,6 +39,7 @@ from pydantic import Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
 from openenv_sdk.agents import AgentHost
+from openenv_sdk.grading.pytest_run import MAX_RUN_TIMEOUT_S, HiddenTestRun, check_solution_file, run_hidden_tests
 from openenv_sdk.sandbox import CommandResult
 from openenv_sdk.tasks import TaskRecord
 
@@ -48,7 +49,8 @@ HERE = Path(__file__).resolve().parent
 TASKS_DIR = HERE / "tasks"
 _FSOPS_SOURCE = (HERE / "mini_swe_fsops.py").read_text(encoding="utf-8")
 _FSOPS_MAX_OUTPUT_BYTES = 4 * 1024 * 1024
-_OUTPUT_TAIL_CHARS = 6000
+GRADING_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\n"
+"""The only pytest configuration a grading run reads; the repository's is never read."""
 _AGENT_KILL_AFTER_OUTPUT_BYTES = 64 * 1024 * 1024
 """An agent program runs for minutes and logs: it is killed past this much output (a tool
 command, shown to the model, past 64 times its kept output)."""
@@ -274,14 +276,17 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         """Run pytest `node_ids` from `files` against the agent's library code, which never runs
         in the process that runs the tests.
 
-        `files` (the host's: the original tests and configuration, and the hidden tests) go into
-        a fresh private directory of the server's, where pytest runs in a trusted process. The
-        tests' imports of the repository's package (the top-level `source_paths`) are proxies:
-        each call goes to a worker that imports a copy of the workspace's `source_paths` (no
-        `conftest.py`, no symlink) in a fresh sandbox of its own, with no network and nothing
-        else mounted (`mini_swe_sandbox.SandboxHost.grade`). The outcomes come from a report
-        that the trusted process writes into its private directory. The node ids never leave
-        this call: the caller compares them with `collected`.
+        The SDK's `openenv_sdk.grading.pytest_run.run_hidden_tests` runs them: `files` (the
+        host's: the original tests and configuration, and the hidden tests) and a trusted
+        `pytest.ini` go into a fresh private directory of the server's, where pytest runs in a
+        trusted process. The tests' imports of the repository's package (the top-level
+        `source_paths`) are proxies: each call goes to a worker that imports a read-only copy of
+        the workspace's `source_paths` (read as the session's user; `.py` and data files only,
+        no `conftest.py`, no symlink) in a fresh sandbox of its own, with no network and nothing
+        else mounted; two of the package's objects compare with the package's own `__eq__`
+        (`remote_equality`). The outcomes come from a report that the trusted process writes
+        into its private directory. The node ids never leave this call: the caller compares
+        them with `collected`.
 
         Args:
             files: relative path -> text, from the host.
@@ -299,16 +304,17 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
             None without a report), `exit_code` (pytest's), `timed_out`, `collect_errors`,
             `output_tail` (the run's output), `details` (the failures' messages), and the
             agent's changes to the repository: `kept_changes` (graded), `discarded_changes`
-            (replaced by the host's files, or not library code), `skipped_files` (symlinks,
-            FIFOs, files of another owner, `conftest.py`: never copied) and a unified `diff`.
+            (replaced by the host's files, or not library code), `skipped_files` (what of the
+            source paths was never copied: symlinks, FIFOs, `conftest.py`, files that are neither
+            `.py` nor data) and a unified `diff`.
         """
         if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
             raise ValueError("files must map relative paths to text")
         files = {check_relative_path(path, "file"): text for path, text in files.items()}
-        sources = [check_relative_path(path, "source path") for path in source_paths]
+        sources = [check_solution_file(f"{check_relative_path(path, 'source path')}/")[:-1] for path in source_paths]
         ids = [str(node_id) for node_id in node_ids]
-        if not 0 < timeout_s <= 600:
-            raise ValueError(f"timeout_s must be in (0, 600], got {timeout_s}")
+        if not 0 < timeout_s <= MAX_RUN_TIMEOUT_S:
+            raise ValueError(f"timeout_s must be in (0, {MAX_RUN_TIMEOUT_S:g}], got {timeout_s}")
         if not 0 < test_timeout_s <= timeout_s:
             raise ValueError(f"test_timeout_s must be in (0, timeout_s], got {test_timeout_s}")
         answer: dict[str, Any] = {
@@ -336,34 +342,45 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         test_files = sorted({node_id.split("::", 1)[0] for node_id in ids})
         try:
             current, _ = read_tree(dirs.repo, owner_uid=owner)
-            run = host().grade(dirs, sources, files, test_files, timeout_s, test_timeout_s)
         except TreeTooLarge as e:
             return {**answer, "status": "too_large", "output_tail": str(e)}
+        run = run_hidden_tests(
+            dirs.sandbox,
+            {**files, "pytest.ini": GRADING_INI},
+            [f"{source}/" for source in sources],
+            pytest_args=["-rN", *test_files],
+            timeout_s=timeout_s,
+            call_timeout_s=test_timeout_s,
+            test_timeout_s=test_timeout_s,
+            remote_equality=True,  # a library's value types compare as themselves (a Version as a Version)
+            workdir=dirs.repo,
+        )
+        too_large = [f"{name} {status}" for name, status in run.solution_files.items() if status.startswith("too large")]
+        if too_large:
+            return {**answer, "status": "too_large", "output_tail": "; ".join(too_large)}
         pristine, _ = read_tree(self._task.repo_path)
         changes, diff = diff_trees(pristine, current)
-        report = run.report
-        tampering = [*workspace_tampering(current, pristine, files), *report.tampering]
-        result = run.result
-        tail = (result.stdout + result.stderr)[-_OUTPUT_TAIL_CHARS:]
-        status = f"[timed out after {result.duration_s:.1f} s; killed]" if result.timed_out else f"[exit code {result.exit_code}]"
+        status = f"[timed out after {run.duration_s:.1f} s; killed]" if run.timed_out else f"[exit code {run.exit_code}]"
 
         def graded(path: str) -> bool:
             return _under(path, sources) and path not in files and path.rsplit("/", 1)[-1] != "conftest.py"
 
         return {
             **answer,
-            "outcomes": {node_id: report.outcomes.get(node_id, "not run") for node_id in ids},
-            "report": "complete" if report.complete else report.problem,
-            "tampering": tampering,
-            "collected": report.collected,
-            "exit_code": report.exit_status if report.complete else None,
-            "timed_out": result.timed_out,
-            "collect_errors": report.collect_errors,
-            "output_tail": f"{tail}\n{status}".lstrip("\n"),
-            "details": {node_id: report.details[node_id] for node_id in ids if node_id in report.details},
+            "outcomes": {node_id: run.outcomes.get(node_id, "not run") for node_id in ids},
+            "report": "complete" if run.report_read else _missing_report(run),
+            "tampering": workspace_tampering(current, pristine, files),
+            "collected": run.collected if run.report_read else None,
+            "exit_code": run.exit_code if run.report_read else None,
+            "timed_out": run.timed_out,
+            "collect_errors": sorted(run.collect_errors),
+            "output_tail": f"{run.output_tail}\n{status}".lstrip("\n"),
+            "details": {node_id: run.messages[node_id][-600:] for node_id in ids if node_id in run.messages},
             "kept_changes": [change for change in changes if graded(change[2:])],
             "discarded_changes": [change for change in changes if not graded(change[2:])],
-            "skipped_files": run.skipped,
+            "skipped_files": sorted(
+                [*run.skipped_files, *(name for name, copied in run.solution_files.items() if copied != "copied")]
+            ),
             "diff": diff,
         }
 
@@ -495,6 +512,13 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
             f"not add pytest configuration (conftest.py, pytest.ini, ...): the graded run uses the original tests, "
             f"and a change to them scores 0. Run the tests with `python -m pytest -q`.{git}"
         )
+
+
+def _missing_report(run: HiddenTestRun) -> str:
+    """Why the trusted run left no report to read."""
+    if run.timed_out:
+        return f"report missing: the test run was killed at its time limit ({run.duration_s:.1f} s)"
+    return f"report missing: the test run ended without one (exit code {run.exit_code})"
 
 
 def _under(path: str, roots: list[str]) -> bool:

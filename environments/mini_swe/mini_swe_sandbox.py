@@ -14,21 +14,15 @@ namespaces, every process killed when its command ends): `repo/` (the workspace,
 user's) and `home/` (its `HOME` and `TMPDIR`). Nothing of the host is visible to it but the
 system, the Python runtime, its own folder and the runtime directory.
 
-Grading (`SandboxHost.grade`) follows the SDK's rule (`openenv_sdk.grading`): the tests run in a
-trusted pytest process that never imports the agent's code, in a private directory holding only
-the host's files (the original tests and configuration, the hidden tests); every import of the
-repository's package there is a proxy whose calls go over a pipe to a worker that imports a copy
-of the agent's library code in a fresh sandbox of its own (its own uid, no network, nothing of
-the session, the host or the trusted directory mounted). Values come back through a bounded
-JSON codec, objects as handles; nothing the worker sends is executed. The trusted process writes
-each test's outcome to a JSON file in its private directory (`read_report`).
+Grading is the SDK's (`openenv_sdk.grading.pytest_run.run_hidden_tests`, called by
+`mini_swe_env.run_tests` with the session's sandbox); this module gives it the workspace's
+reading (`read_tree`, without following links) and the signs of tampering (`workspace_tampering`).
 """
 
 from __future__ import annotations
 
 import compileall
 import difflib
-import json
 import os
 import pwd
 import re
@@ -38,25 +32,22 @@ import sys
 import tempfile
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.manifest import load_manifest
-from openenv_sdk.sandbox import CommandResult, Isolation, Mount, Sandbox, SandboxLimits, remove_tree, run_command
+from openenv_sdk.sandbox import CommandResult, Mount, Sandbox, SandboxLimits, remove_tree
 
 __all__ = [
     "WORKSPACE_ROOT_ENV",
-    "GradeRun",
-    "Report",
     "SandboxHost",
     "SessionDirs",
     "TreeTooLarge",
     "check_relative_path",
     "diff_trees",
     "host",
-    "read_report",
     "read_tree",
     "workspace_tampering",
 ]
@@ -68,9 +59,6 @@ WORKSPACE_ROOT_ENV = "MINI_SWE_WORKSPACE_ROOT"
 SKIP_DIRS = frozenset({".git", "__pycache__", ".pytest_cache"})
 MAX_TREE_BYTES = 32 * 1024 * 1024
 MAX_TREE_FILES = 5000
-REPORT_MAX_BYTES = 8 * 1024 * 1024
-REPORT_FILE = "openenv_grading_report.json"
-GRADING_OUTPUT_BYTES = 64 * 1024
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "mini-swe",
@@ -79,10 +67,6 @@ _GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "mini-swe@localhost",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
-GRADING_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\n"
-"""The only pytest configuration a grading run reads (`-c`); the repository's is never read."""
-_TRUSTED_PYTHON = sys.executable
-"""The trusted pytest's interpreter: the server's own (with pytest installed), never sandboxed."""
 
 
 class TreeTooLarge(Exception):
@@ -244,54 +228,7 @@ def workspace_tampering(current: dict[str, bytes], pristine: dict[str, bytes], h
     return reasons
 
 
-# --- the report ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Report:
-    """What a grading run's report says (written by the trusted pytest, see `read_report`)."""
-
-    complete: bool = False
-    """The trusted pytest process finished its session and wrote the report."""
-    problem: str = ""
-    """Why it is not complete (empty when it is)."""
-    outcomes: dict[str, str] = field(default_factory=dict)
-    details: dict[str, str] = field(default_factory=dict)
-    collected: list[str] | None = None
-    collect_errors: list[str] = field(default_factory=list)
-    tampering: list[str] = field(default_factory=list)
-    exit_status: int | None = None
-
-
-def read_report(path: Path, result: CommandResult) -> Report:
-    """The report the trusted pytest wrote at `path` when its session ended
-    (`openenv_sdk.grading._pytest_report`), or why there is none. The file is in a directory
-    only the server can write: no code of the agent's ran in the process that wrote it, nor can
-    reach the directory."""
-    report = Report()
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > REPORT_MAX_BYTES:
-            raise OSError("not a regular file within the limit")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        if result.timed_out:
-            report.problem = f"report missing: the test run was killed at its time limit ({result.duration_s:.1f} s)"
-        else:
-            report.problem = f"report missing: the test run ended without one (exit code {result.exit_code})"
-        return report
-    if not isinstance(data, dict) or type(data.get("exitstatus")) is not int or not isinstance(data.get("outcomes"), dict):
-        report.problem = "report missing: the test run's report is malformed"
-        return report
-    report.complete = True
-    report.exit_status = data["exitstatus"]
-    report.outcomes = {str(k): str(v) for k, v in data["outcomes"].items()}
-    report.collected = [str(n) for n in data.get("collected") or []]
-    report.collect_errors = sorted(str(n) for n in data.get("collect_errors") or {})
-    report.details = {str(k): str(v)[-600:] for k, v in (data.get("messages") or {}).items()}
-    return report
-
-
-# --- sessions, the runtime and grading ------------------------------------------------------
+# --- sessions and the runtime ------------------------------------------------------
 
 
 @dataclass
@@ -307,16 +244,6 @@ class SessionDirs:
     def uid(self) -> int:
         """The session's sandbox uid."""
         return self.sandbox.uid
-
-
-@dataclass
-class GradeRun:
-    """One grading run: the command's result, its verified report, and what was copied."""
-
-    result: CommandResult
-    report: Report
-    kept: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -515,107 +442,6 @@ class SandboxHost:
             if not owner or not pid.isdigit() or _process_identity(int(pid)) == owner:
                 continue  # alive (or not ours to judge)
             remove_tree(path)  # its sandboxes' processes died with it (bubblewrap's --die-with-parent)
-
-    # --- grading ----------------------------------------------------------------------------
-
-    def grade(
-        self,
-        dirs: SessionDirs,
-        source_paths: list[str],
-        files: dict[str, str],
-        test_files: list[str],
-        timeout_s: float,
-        test_timeout_s: float,
-    ) -> GradeRun:
-        """Run `test_files` (from the host's `files`) against the agent's library code.
-
-        The tests run in a trusted pytest process (`python -I -m pytest`, the server's
-        interpreter and user, outside any sandbox) in a fresh private directory holding only
-        `files` and a `pytest.ini` (its only configuration). It never imports the agent's code:
-        the repository's modules (the top-level names of `source_paths`) are proxies
-        (`openenv_sdk.grading.pytest_remote`) whose calls go to a worker that imports a copy of
-        `source_paths` (read without following links, as the session's uid; `conftest.py` files
-        dropped) in a fresh sandbox: its own uid, which can only read that copy, no network,
-        nothing else of the host. Each call has `test_timeout_s`; the run, `timeout_s`. Both
-        directories are removed afterwards, with every process.
-
-        Raises:
-            TreeTooLarge: the agent's source paths hold too much to copy.
-            ValueError: a source path that is not a top-level package or module.
-        """
-        modules = [_module_of(source) for source in source_paths]
-        runtime = self.runtime()
-        owner = dirs.uid if dirs.sandbox.privileged else None
-        trusted = Path(tempfile.mkdtemp(prefix="mini_swe-checks-", dir=self.base))  # 0700, the server's own
-        worker: Sandbox | None = None
-        try:
-            worker = Sandbox(limits=self.limits, name="mini_swe-worker", base_dir=self.base)
-            code = worker.make_dir("work", writable=False)  # the worker reads its copy, writes nothing there
-            run = GradeRun(result=CommandResult(stdout="", stderr="", exit_code=-1, duration_s=0.0), report=Report())
-            for source in source_paths:
-                found, skipped = read_tree(dirs.repo / source, owner_uid=owner)
-                run.skipped += [f"{source}/{rel}" for rel in skipped]
-                for rel, data in found.items():
-                    path = f"{source}/{rel}"
-                    if rel.rsplit("/", 1)[-1] == "conftest.py":
-                        run.skipped.append(path)
-                        continue
-                    _write_file(code, path, data)
-                    run.kept.append(path)
-            for rel, text in {**files, "pytest.ini": GRADING_INI}.items():
-                _write_file(trusted, rel, text.encode("utf-8"))
-            argv = self._trusted_pytest(worker, code, modules, runtime.python, test_files, test_timeout_s)
-            run.result = run_command(
-                argv,
-                cwd=trusted,
-                env={"PATH": _SYSTEM_PATH, "HOME": str(trusted), "LANG": "C.UTF-8", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-                limits=SandboxLimits(
-                    timeout_s=timeout_s, max_output_bytes=GRADING_OUTPUT_BYTES, memory_bytes=None, max_processes=None,
-                    max_file_bytes=None, sandbox_user=None,
-                ),
-            )  # fmt: skip
-            run.report = read_report(trusted / REPORT_FILE, run.result)
-            return run
-        finally:
-            if worker is not None:
-                worker.close()
-            remove_tree(trusted)
-
-    def _trusted_pytest(
-        self, worker: Sandbox, code: Path, modules: list[str], python: str, test_files: list[str], test_timeout_s: float
-    ) -> list[str]:
-        """The trusted pytest command; its remote plugin starts each worker in `worker` (a fresh
-        sandbox: no network, its folder holding only the code's copy), under the session's memory
-        and process limits."""
-        limits = self.limits
-        prefix = ["prlimit", "--core=0"]
-        if limits.memory_bytes is not None:
-            prefix.append(f"--as={limits.memory_bytes}")
-        if limits.max_file_bytes is not None:
-            prefix.append(f"--fsize={limits.max_file_bytes}")
-        if limits.max_processes is not None:
-            prefix.append(f"--nproc={limits.max_processes}")
-        prefix.append("--")
-        if worker.isolation is Isolation.BWRAP:
-            prefix += worker.wrap([], cwd=code)
-        elif worker.privileged:  # the operator's opt-out: no namespaces, only the sandbox user
-            prefix += ["setpriv", f"--reuid={worker.uid}", f"--regid={worker.gid}", "--clear-groups", "--"]
-        return [
-            _TRUSTED_PYTHON, "-I", "-B", "-m", "pytest",
-            "-p", "openenv_sdk.grading.pytest_remote", "-p", "openenv_sdk.grading._pytest_report",
-            "--remote-modules", ",".join(modules), "--remote-dir", str(code), "--remote-equality",
-            "--remote-spawn-prefix", json.dumps(prefix), "--remote-python", python,
-            "--remote-timeout", f"{test_timeout_s:g}",
-            "--grading-report", REPORT_FILE, "--grading-test-timeout", f"{test_timeout_s:g}",
-            "-c", "pytest.ini", "--rootdir", ".", "-p", "no:cacheprovider", "-q", "-rN", *test_files,
-        ]  # fmt: skip
-
-
-def _module_of(source: str) -> str:
-    """The package a source path holds: a top-level folder named like a module (`intervals`)."""
-    if not source.isidentifier():
-        raise ValueError(f"source path {source!r} must be a top-level package folder (e.g. 'intervals')")
-    return source
 
 
 _OWNER_FILE = "owner"

@@ -4,6 +4,7 @@ passes, a stub fails) come first, then what an agent's solution would try, then 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ from openenv_sdk.grading.pytest_run import (
     MAX_PACKAGE_FILES,
     MAX_SOLUTION_BYTES,
     HiddenTestRun,
+    _read_report,
     check_solution_file,
     run_hidden_tests,
 )
@@ -295,6 +297,24 @@ def test_the_solution_is_read_from_workdir(sandbox: Sandbox) -> None:
     run = run_hidden_tests(sandbox, PACKAGE_TESTS, ["textkit/"], remote_equality=True, workdir=repo)
     assert run.all_passed(PACKAGE_IDS), run
     assert run_hidden_tests(sandbox, PACKAGE_TESTS, ["textkit/"]).solution_files == {"textkit/": "missing"}
+
+
+def test_only_a_finished_report_of_the_right_shape_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    finished = {
+        "exitstatus": 1, "collected": ["t.py::a", "t.py::b"], "outcomes": {"t.py::a": "passed", "t.py::b": "failed"},
+        "messages": {"t.py::b": "assert 1 == 2"}, "collect_errors": {},
+    }  # fmt: skip
+    path.write_text(json.dumps(finished))
+    assert _read_report(path) == {key: finished[key] for key in ("collected", "outcomes", "messages", "collect_errors")}
+    for malformed in ({"outcomes": {}}, {**finished, "outcomes": {"t.py::a": "fine"}}, {**finished, "collected": "t.py::a"}):
+        path.write_text(json.dumps(malformed))
+        assert _read_report(path) is None, malformed
+    path.unlink()
+    assert _read_report(path) is None
+    (tmp_path / "elsewhere.json").write_text(json.dumps(finished))
+    path.symlink_to(tmp_path / "elsewhere.json")
+    assert _read_report(path) is None
 
 
 # --- bad input ---------------------------------------------------------------------------------

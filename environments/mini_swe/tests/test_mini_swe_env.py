@@ -16,14 +16,12 @@ from mini_swe_sandbox import (
     check_relative_path,
     diff_trees,
     host,
-    read_report,
     read_tree,
     workspace_tampering,
 )
 from mini_swe_testkit import ENV_DIR, IS_ROOT, load_grader_module
 
 from openenv_sdk.manifest import Sandbox
-from openenv_sdk.sandbox import CommandResult
 
 # --- tasks ----------------------------------------------------------------------------------
 
@@ -331,30 +329,7 @@ def test_bases_of_dead_servers_are_removed(tmp_path: Path) -> None:
     assert not fresh.base.exists()
 
 
-# --- the report and the workspace checks -----------------------------------------------------
-
-
-def test_read_report_needs_a_finished_report(tmp_path: Path) -> None:
-    done = CommandResult(stdout="", stderr="", exit_code=1, duration_s=1.0)
-    path = tmp_path / "report.json"
-    path.write_text(json.dumps({
-        "exitstatus": 1, "collected": ["tests/t.py::a", "tests/t.py::b"],
-        "outcomes": {"tests/t.py::a": "passed", "tests/t.py::b": "failed"}, "messages": {"tests/t.py::b": "assert 1 == 2"},
-        "collect_errors": {},
-    }))  # fmt: skip
-    report = read_report(path, done)
-    assert report.complete and report.exit_status == 1 and report.collected == ["tests/t.py::a", "tests/t.py::b"]
-    assert report.outcomes == {"tests/t.py::a": "passed", "tests/t.py::b": "failed"}
-    assert report.details == {"tests/t.py::b": "assert 1 == 2"}
-    path.write_text(json.dumps({"outcomes": {}}))  # not what a finished session writes
-    assert read_report(path, done).problem == "report missing: the test run's report is malformed"
-    path.unlink()
-    assert read_report(path, done).problem == "report missing: the test run ended without one (exit code 1)"
-    killed = CommandResult(stdout="", stderr="", exit_code=-9, duration_s=3.2, timed_out=True)
-    assert read_report(path, killed).problem == "report missing: the test run was killed at its time limit (3.2 s)"
-    (tmp_path / "elsewhere.json").write_text("{}")
-    path.symlink_to(tmp_path / "elsewhere.json")
-    assert not read_report(path, done).complete
+# --- the workspace checks ----------------------------------------------------------------------
 
 
 def test_workspace_tampering_names_each_sign() -> None:
