@@ -179,9 +179,10 @@ class _Progress:
         )
         self.task: Any = None
 
-    def plan(self, todo: int, resumed: int) -> None:
-        if resumed and self.enabled:
-            err_console.print(f"resuming: {resumed} episode(s) already in the output, {todo} to run")
+    def plan(self, todo: int, resumed: int, skipped_lines: int = 0) -> None:
+        if (resumed or skipped_lines) and self.enabled:
+            skipped = f" ({skipped_lines} damaged line(s) skipped: their episodes run again)" if skipped_lines else ""
+            err_console.print(f"resuming: {resumed} episode(s) already in the output, {todo} to run{skipped}")
         self.task = self.bar.add_task("episodes", total=todo, status="")
 
     def record(self, record: EpisodeRecord) -> None:
@@ -269,6 +270,7 @@ def render_summary(result: RunResult, *, fmt: OutputFormat, files: list[Path]) -
         f"[bold]mean reward[/] {num(s.mean_reward)} (std {num(s.std_reward)}) over {s.graded} graded episode(s)"
         + (f", [bold red]{s.errors} error(s)[/]" if s.errors else ", 0 errors")
         + (f"; {s.resumed} resumed" if s.resumed else "")
+        + (f"; {s.skipped_lines} damaged line(s) of the output skipped, their episodes played again" if s.skipped_lines else "")
     )
     console.print(
         "   ".join(f"[bold]pass@{k}[/] {num(v)}" for k, v in s.pass_at_k.items())

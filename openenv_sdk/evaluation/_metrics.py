@@ -77,6 +77,11 @@ class RunSummary(BaseModel):
     mean_tool_calls: float | None
     per_task: list[TaskSummary]
     resumed: int = Field(default=0, description="Episodes taken from an earlier run of the same output.")
+    skipped_lines: int = Field(
+        default=0,
+        description="Lines of the output's episodes.jsonl that were damaged or not well-formed records: "
+        "skipped, their episodes played again.",
+    )
     duration_s: float = 0.0
     started_at: str = ""
     finished_at: str = ""

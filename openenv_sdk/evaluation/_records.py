@@ -9,13 +9,14 @@ plays it again and the newer record wins.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["EpisodeLog", "EpisodeRecord", "PlannedEpisode", "TurnTokens"]
+__all__ = ["REWARD_BOUND", "EpisodeLog", "EpisodeRecord", "PlannedEpisode", "RecordRejected", "TurnTokens", "parse_record"]
 
 
 class PlannedEpisode(BaseModel):
@@ -91,13 +92,56 @@ class EpisodeRecord(BaseModel):
         )
 
 
+REWARD_BOUND = 1e9
+"""A loaded record's reward (and each component) lies within +-this: no grader gives more, so a
+larger one is a damaged or hand-made line."""
+
+
+class RecordRejected(ValueError):
+    """A line of `episodes.jsonl` that is JSON but not a record an earlier run could have written."""
+
+
+def _no_constant(name: str) -> Any:
+    raise RecordRejected(f"{name} is not a number JSON allows")
+
+
+def parse_record(line: bytes) -> EpisodeRecord:
+    """One line of `episodes.jsonl` as a record, checked as written by a run: UTF-8, JSON
+    without NaN or Infinity, the record's fields, its key `task_id#attempt`, a finite reward
+    within `REWARD_BOUND` (None when the episode failed), counts and times not negative.
+
+    Raises:
+        ValueError: the line is none of that (`UnicodeDecodeError`, `json.JSONDecodeError`,
+            `RecursionError` is turned into `RecordRejected`, pydantic's `ValidationError`).
+    """
+    try:
+        value = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError as e:  # nested past the parser's depth
+        raise RecordRejected("nested too deep") from e
+    record = EpisodeRecord.model_validate(value)
+    if record.key != f"{record.task_id}#{record.attempt}":
+        raise RecordRejected(f"key {record.key!r} is not task_id#attempt")
+    rewards = [record.reward] if record.reward is not None else []
+    if any(not (-REWARD_BOUND <= r <= REWARD_BOUND) for r in [*rewards, *record.reward_components.values()]):
+        raise RecordRejected(f"reward out of range: {record.reward}")
+    if record.error is not None and record.reward is not None:
+        raise RecordRejected("a failed episode has no reward")
+    counts = (record.attempt, record.turns, record.tool_calls, record.tool_errors, record.prompt_tokens,
+              record.completion_tokens, record.policy_s, record.env_s, record.duration_s)  # fmt: skip
+    if any(n < 0 for n in counts) or not all(math.isfinite(n) for n in counts):
+        raise RecordRejected("a negative or non-finite count or time")
+    return record
+
+
 class EpisodeLog:
     """A run's `episodes.jsonl`: read what earlier runs left, append each episode as it ends."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.unreadable_lines = 0
-        """Lines `load()` skipped: a line cut short by a crash, or not a record."""
+        """Lines `load()` skipped: a line cut short by a crash (even inside a UTF-8 character),
+        or one that is not a well-formed record (`parse_record`). Their episodes are not done:
+        a resumed run plays them again."""
 
     def load(self) -> dict[str, EpisodeRecord]:
         """The records by key; when a key appears twice, the later line wins."""
@@ -105,13 +149,13 @@ class EpisodeLog:
         self.unreadable_lines = 0
         if not self.path.is_file():
             return records
-        with self.path.open(encoding="utf-8") as f:
+        with self.path.open("rb") as f:
             for line in f:
                 if not line.strip():
                     continue
                 try:
-                    record = EpisodeRecord.model_validate(json.loads(line))
-                except (ValueError, ValidationError):
+                    record = parse_record(line)
+                except (ValueError, ValidationError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
                     self.unreadable_lines += 1
                     continue
                 records[record.key] = record

@@ -61,7 +61,7 @@ async def arun(
     run: RunConfig | None = None,
     resume: bool = True,
     config: dict[str, Any] | None = None,
-    on_plan: Callable[[int, int], None] | None = None,
+    on_plan: Callable[[int, int, int], None] | None = None,
     on_record: Callable[[EpisodeRecord], None] | None = None,
 ) -> RunResult:
     """Run the episodes and write the output folder. The caller stops `target` afterwards.
@@ -82,7 +82,8 @@ async def arun(
         run: concurrency and timeouts.
         resume: skip the episodes the output already holds; False starts the file afresh.
         config: recorded in the summary as it is (the command's options).
-        on_plan: called with (episodes to play, episodes resumed) before playing.
+        on_plan: called with (episodes to play, episodes resumed, damaged lines of the output
+            skipped: their episodes are played again) before playing.
         on_record: called with each record as its episode ends.
 
     Raises:
@@ -120,7 +121,7 @@ async def arun(
     todo: list[PlannedEpisode] = [p for p in planned if p.key not in done]
     resumed = len(planned) - len(todo)
     if on_plan is not None:
-        on_plan(len(todo), resumed)
+        on_plan(len(todo), resumed, log.unreadable_lines)
 
     def record_one(record: EpisodeRecord) -> None:
         log.append(record)
@@ -143,6 +144,7 @@ async def arun(
         tasks=len({p.task_id for p in planned}),
         rollouts_per_task=rollouts,
         resumed=resumed,
+        skipped_lines=log.unreadable_lines,
         duration_s=time.monotonic() - t0,
         started_at=started_at,
         finished_at=_now(),

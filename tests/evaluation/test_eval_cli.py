@@ -222,3 +222,43 @@ def test_an_environment_without_tasks_gets_seeds_and_a_named_grader(echo_server:
     assert "'train': the environment serves no tasks" in result.output
     result = run_eval(str(WORDLE_DIR.parent / "echo"), "--policy", "scripted:tests.evaluation.scripted_policy:echo_act")
     assert result.exit_code == 2 and "names no `grader:`" in result.output
+
+
+def test_a_rerun_skips_damaged_or_ill_formed_lines_and_replays_their_episodes(
+    policy_server: Any, wordle_url: str, tmp_path: Path
+) -> None:
+    url, seen = policy_server
+    out = tmp_path / "damaged"
+    args = [wordle_url, "--grader", str(WORDLE_DIR), "--base-url", url, "--model", "winner", "-o", str(out)]
+    assert run_eval(*args, "-n", "2").exit_code == 0
+    path = out / "episodes.jsonl"
+
+    def line(key: str, **fields: Any) -> bytes:
+        task_id, attempt = key.split("#")
+        record = {"key": key, "task_id": task_id, "attempt": int(attempt), "env": "wordle", "policy": "winner",
+                  "model": "winner", "reward": 1.0, **fields}  # fmt: skip
+        return json.dumps(record, ensure_ascii=False).encode()
+
+    cut_utf8 = line("1002#0", messages=[{"role": "user", "content": "déjà"}])
+    damaged = [
+        cut_utf8[: cut_utf8.index("é".encode()) + 1],  # cut inside a UTF-8 character
+        b"[" * 100_000 + b"]" * 100_000,  # nested past any parser's depth
+        line("1003#0").replace(b'"reward": 1.0', b'"reward": NaN'),
+        line("1004#0", reward=1e12),  # out of range
+        line("1005#0", attempt=3),  # the key is not task_id#attempt
+        line("1006#0", turns=-1),
+        line("1007#0", error="boom"),  # a failed episode with a reward
+    ]
+    with path.open("ab") as f:
+        f.write(b"\n".join(damaged) + b"\n")
+    seen.clear()
+    result = run_eval(*args, "-n", "8")
+    assert result.exit_code == 0, result.output
+    assert {s["episode"] for s in seen} == {f"100{i}#0" for i in range(2, 8)}  # replayed; 1000, 1001 resumed
+    summary = summary_of(out)
+    assert (summary["episodes"], summary["graded"], summary["resumed"], summary["skipped_lines"]) == (8, 8, 2, 7)
+    assert "7 damaged line(s) of the output skipped" in result.output
+    log = EpisodeLog(path)
+    records = log.load()
+    assert log.unreadable_lines == 7 and len(records) == 8
+    assert all(r.reward == pytest.approx(WIN) for r in records.values())
