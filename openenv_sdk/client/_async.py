@@ -33,7 +33,7 @@ from ._base import (
     json_or_text,
     logger,
 )
-from ._io import AsyncBlocking, AsyncLock, AsyncWebSocket
+from ._io import AsyncBlocking, AsyncLock, AsyncReplyBody, AsyncWebSocket
 from ._mcp import AsyncMcpChannel
 from ._models import StepResult
 
@@ -259,12 +259,13 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     async def _http_json(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
         try:
-            response = await self._http_client().request(method, url, json=body)
+            async with self._http_client().stream(method, url, json=body) as response:
+                raw = await AsyncReplyBody.read(response, self._options.max_message_bytes, f"{method} {url}")
         except httpx.TimeoutException as e:
             raise RequestTimeout(f"{method} {url}: no answer within {self._options.timeout_s:g} s") from e
         except httpx.HTTPError as e:
             raise TransportError(f"{method} {url} failed: {e}.{self._provider_note()}") from e
-        data = json_or_text(response)
+        data = json_or_text(raw, f"{method} {url}")
         if response.status_code != 200:
             raise http_error(response.status_code, data, f"{method} {url}")
         return data

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 from urllib.parse import quote, urlsplit
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from .. import tracing
@@ -458,6 +457,8 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
             message = json.loads(text)
         except ValueError:
             raise TransportError(f"The server sent a message that is not JSON: {text[:200]!r}") from None
+        except RecursionError:
+            raise TransportError(f"The server sent a message nested too deep to read: {text[:100]!r}") from None
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             raise TransportError(f"The server sent a message that is not an envelope: {text[:200]!r}")
         reply_id = message.get("id")
@@ -543,7 +544,7 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         for raw in pending:
             try:
                 message = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(message, dict) and message.get("type") == "error":
                 return ConnectionEnded(server_error(message.get("data")))
@@ -762,12 +763,17 @@ def _tool_action_model(action: Mapping[str, Any], action_model: type[Action]) ->
     return None
 
 
-def json_or_text(response: httpx.Response) -> Any:
-    """A response's JSON body, or its text when it is not JSON (an error page)."""
+def json_or_text(body: bytes, what: str) -> Any:
+    """A reply body's JSON, or its text when it is not JSON (an error page).
+
+    Raises:
+        TransportError: the JSON nests deeper than the parser goes."""
     try:
-        return response.json()
+        return json.loads(body)
     except ValueError:
-        return response.text
+        return body.decode("utf-8", errors="replace")
+    except RecursionError:
+        raise TransportError(f"{what}: the reply's JSON is nested too deep to read") from None
 
 
 def http_error(status: int, body: Any, what: str) -> ServerError:

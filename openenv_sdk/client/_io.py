@@ -6,6 +6,7 @@ by dropping `async`/`await` and the `Async` prefix, so each pair here keeps the 
     AsyncWebSocket / WebSocket   one client WebSocket: connect, send, recv within a timeout, close
     AsyncLock / Lock             serialises one client's calls (an asyncio lock / a thread lock)
     AsyncBlocking / Blocking     runs blocking provider work: in a worker thread / in place
+    AsyncReplyBody / ReplyBody   reads an HTTP reply's body, refusing one over a size
 
 (`AsyncMcpChannel` / `McpChannel` are the MCP twins, in `_mcp.py`; `httpx.AsyncClient` /
 `httpx.Client` are httpx's own.)
@@ -19,13 +20,15 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TypeVar
 
+import httpx
 from websockets.asyncio import client as async_ws
 from websockets.exceptions import ConnectionClosed
 from websockets.sync import client as sync_ws
 
+from ..errors import TransportError
 from ._options import ClientOptions
 
-__all__ = ["AsyncBlocking", "AsyncLock", "AsyncWebSocket", "Blocking", "Lock", "WebSocket"]
+__all__ = ["AsyncBlocking", "AsyncLock", "AsyncReplyBody", "AsyncWebSocket", "Blocking", "Lock", "ReplyBody", "WebSocket"]
 
 T = TypeVar("T")
 
@@ -164,3 +167,46 @@ class Blocking:
     @staticmethod
     def call(fn: Callable[[], T]) -> T:
         return fn()
+
+
+def _too_large(what: str, max_bytes: int) -> TransportError:
+    return TransportError(f"{what}: the reply is over {max_bytes} bytes (the client's max_message_bytes); not read")
+
+
+def _declared_over(response: httpx.Response, max_bytes: int) -> bool:
+    declared = response.headers.get("content-length", "")
+    return declared.isdigit() and int(declared) > max_bytes
+
+
+class AsyncReplyBody:
+    """An HTTP reply's body, read as it streams in and refused past a size (never held whole)."""
+
+    @staticmethod
+    async def read(response: httpx.Response, max_bytes: int, what: str) -> bytes:
+        """Raises `TransportError` when the body is (or says it is) over `max_bytes`."""
+        if _declared_over(response, max_bytes):
+            raise _too_large(what, max_bytes)
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise _too_large(what, max_bytes)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+class ReplyBody:
+    """An HTTP reply's body, read as it streams in and refused past a size (never held whole)."""
+
+    @staticmethod
+    def read(response: httpx.Response, max_bytes: int, what: str) -> bytes:
+        """Raises `TransportError` when the body is (or says it is) over `max_bytes`."""
+        if _declared_over(response, max_bytes):
+            raise _too_large(what, max_bytes)
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise _too_large(what, max_bytes)
+            chunks.append(chunk)
+        return b"".join(chunks)

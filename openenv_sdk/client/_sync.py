@@ -35,7 +35,7 @@ from ._base import (
     json_or_text,
     logger,
 )
-from ._io import Blocking, Lock, WebSocket
+from ._io import Blocking, Lock, ReplyBody, WebSocket
 from ._mcp import McpChannel
 from ._models import StepResult
 
@@ -261,12 +261,13 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
 
     def _http_json(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
         try:
-            response = self._http_client().request(method, url, json=body)
+            with self._http_client().stream(method, url, json=body) as response:
+                raw = ReplyBody.read(response, self._options.max_message_bytes, f"{method} {url}")
         except httpx.TimeoutException as e:
             raise RequestTimeout(f"{method} {url}: no answer within {self._options.timeout_s:g} s") from e
         except httpx.HTTPError as e:
             raise TransportError(f"{method} {url} failed: {e}.{self._provider_note()}") from e
-        data = json_or_text(response)
+        data = json_or_text(raw, f"{method} {url}")
         if response.status_code != 200:
             raise http_error(response.status_code, data, f"{method} {url}")
         return data
