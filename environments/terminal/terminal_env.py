@@ -661,11 +661,14 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
     # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---
 
     def agent_exec(
-        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
+        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None, memory_bytes: int | None = None
     ) -> CommandResult:
         """In the episode's sandbox; `network=True` gives it its launch's egress only (the model
-        endpoint, relayed in; `openenv_sdk.agents.host`), never the host's network."""
+        endpoint, relayed in; `openenv_sdk.agents.host`), never the host's network. `memory_bytes`
+        (the agent spec's): the per-process address space in place of the manifest's (node
+        reserves GiBs it never touches); the session's cgroup still bounds what is used."""
         self._check_playing()
+        limits = _limits().model_copy(update={"memory_bytes": memory_bytes}) if memory_bytes is not None else None
         return self._run(
             command,
             stdin=stdin,
@@ -674,6 +677,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             wrapped=False,
             network=True,
             mounts=_agents_dir_mounts(env),
+            limits=limits,
         )
 
     def agent_home(self) -> str:
@@ -718,6 +722,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         wrapped: bool = True,
         network: bool = False,
         mounts: list[Mount] | None = None,
+        limits: SandboxLimits | None = None,
     ) -> CommandResult:
         """Run one command in the session's shell (or, `wrapped=False`, plainly in the workspace root)."""
         sandbox = self._sandbox
@@ -748,6 +753,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             timeout_s=timeout_s,
             mounts=[*self._mounts, *(mounts or [])],
             network=network,
+            limits=limits,
         )
 
     def _close_sandbox(self) -> None:

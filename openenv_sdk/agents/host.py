@@ -51,10 +51,12 @@ class AgentHost:
     """Mixin: the orchestrator-only call `run_agent` (see the module docstring)."""
 
     def agent_exec(
-        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
+        self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None, memory_bytes: int | None = None
     ) -> CommandResult:
         """Run a shell command as the agent would: in the episode's working directory, as the
-        sandbox user, under the sandbox's limits, with `env` added to the sandbox's environment."""
+        sandbox user, under the sandbox's limits, with `env` added to the sandbox's environment.
+        `memory_bytes`: the per-process address space the agent's spec asks for (`AgentSpec.memory_bytes`),
+        in place of the sandbox's per-command one; only passed when the spec sets it."""
         raise NotImplementedError(f"{type(self).__name__} must implement agent_exec() to host agents")
 
     def agent_home(self) -> str:
@@ -100,19 +102,24 @@ class AgentHost:
             )
             if wrote.exit_code != 0:
                 raise RuntimeError(f"could not write {path} in the sandbox: {_scrub(wrote.stderr, secret)[-500:]}")
+        # Only when the spec asks: environments written before `memory_bytes` existed still host other agents.
+        memory: dict[str, Any] = {"memory_bytes": spec.memory_bytes} if spec.memory_bytes is not None else {}
         install_code = None
         if install:
             marker = _INSTALLED_MARKER.format(name=spec.name, digest=hashlib.sha256(install.encode()).hexdigest()[:16])
             install_env = {k: v for k, v in env.items() if k != spec.api_key_env}  # the key is the run's only
             with launch_egress(Egress(allow=tuple(spec.install_allow))):
                 done = self.agent_exec(
-                    f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}", env=install_env, timeout_s=spec.install_timeout_s
+                    f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}",
+                    env=install_env,
+                    timeout_s=spec.install_timeout_s,
+                    **memory,
                 )
             install_code = done.exit_code
             if done.exit_code != 0 or done.timed_out:
                 return _report(spec.name, done, secret, install_code=install_code)
         with launch_egress(model_egress):
-            result = self.agent_exec(run, env=env, timeout_s=launch.effective_timeout_s)
+            result = self.agent_exec(run, env=env, timeout_s=launch.effective_timeout_s, **memory)
         return _report(spec.name, result, secret, install_code=install_code)
 
 

@@ -33,9 +33,11 @@ answer's content carries one ```` ```mswea_bash_command ```` block (easier for a
 
 from __future__ import annotations
 
+import json
+
 from .spec import AgentSpec
 
-__all__ = ["MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION"]
+__all__ = ["MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
 
 MINI_SWE_AGENT_VERSION = "2.4.6"
 
@@ -121,3 +123,80 @@ MINI_SWE_AGENT_TEXT = AgentSpec(
     install_allow=_PYPI,
 )
 """mini-swe-agent text-based: no tools; answer with one ```` ```mswea_bash_command ```` block."""
+
+
+# --- agents from the npm registry -------------------------------------------------------------
+
+_NPM = ["registry.npmjs.org"]
+"""An npm install reaches the npm registry and nothing else (through the sandbox's allowlist proxy)."""
+
+
+def _npm_folder(name: str, version: str) -> str:
+    return f"${{OPENENV_AGENTS_DIR:-/tmp/openenv-agents}}/{name}-{version}"
+
+
+def _npm_install(package: str, version: str, folder: str, *, scripts: bool = False) -> str:
+    """Idempotent `npm install` of one pinned package into its own folder (skipped when the marker
+    names the same package). Node and npm come from the image; without them it says so. Install
+    scripts are off unless the package needs them to fetch its platform binary. Node also trusts
+    the image's CA bundle (as curl and pip do), so a TLS-inspecting proxy the image trusts works."""
+    flags = "--no-audit --no-fund --no-update-notifier --omit=dev" + ("" if scripts else " --ignore-scripts")
+    return (
+        f'V="{folder}"; R="{package}@{version}"; '
+        'test "$(cat "$V/.installed" 2>/dev/null)" = "$R" || { '
+        'command -v npm >/dev/null || { echo "this agent needs node >= 20 and npm in the image" >&2; exit 127; }; '
+        'C=/etc/ssl/certs/ca-certificates.crt; [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$C" ] && export NODE_EXTRA_CA_CERTS="$C"; '
+        f'rm -rf "$V" && mkdir -p "$V" && npm install --prefix "$V" {flags} "$R" '
+        '&& printf "%s\\n" "$R" > "$V/.installed"; }'
+    )
+
+
+NODE_ADDRESS_SPACE_BYTES = 64 * 1024**3
+"""The address space a node agent's processes get (`AgentSpec.memory_bytes`): node aborts under the
+terminal environment's 1 GiB per-process limit (V8 and WebAssembly reserve GiBs of virtual memory
+up front: about 10 GiB for each WebAssembly instance, and Pi makes several: undici's HTTP parser
+in node and in its own undici, its image library; with 16 GiB its model calls fail with
+"Connection error."); what it really uses stays bounded by the session's cgroup."""
+
+PI_VERSION = "0.73.1"
+_PI_DIR = _npm_folder("pi-coding-agent", PI_VERSION)
+_PI_SETTINGS = '{"retry": {"enabled": false, "provider": {"maxRetries": 0}}}\n'
+"""Pi's own retries off: a refused call (401 wrong key, 410 closed rollout) ends the run at once
+(otherwise 3 agent-level retries with 2-8 s back-off, and the SDK's own)."""
+
+
+def _pi(api: str, base_url: str, name: str) -> AgentSpec:
+    provider = {
+        "baseUrl": base_url,
+        "api": api,
+        "apiKey": "{api_key_env}",  # pi reads the key from the variable of that name
+        "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+        "models": [{"id": "{model}", "reasoning": False, "input": ["text"], "contextWindow": 32768, "maxTokens": 4096}],
+    }
+    models = json.dumps({"providers": {"openenv": provider}}, indent=2) + "\n"
+    return AgentSpec(
+        name=name,
+        install=_npm_install("@mariozechner/pi-coding-agent", PI_VERSION, _PI_DIR),
+        run=f'cd {{workdir}} && "{_PI_DIR}/node_modules/.bin/pi" -p --no-session --provider openenv --model {{model}} "$(cat {{task_file}})" < /dev/null',
+        env={"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0", "NO_COLOR": "1"},
+        config_path=".pi/agent/models.json",
+        config=models,
+        files={".pi/agent/settings.json": _PI_SETTINGS},
+        install_timeout_s=600.0,
+        install_allow=_NPM,
+        memory_bytes=NODE_ADDRESS_SPACE_BYTES,
+    )
+
+
+PI = _pi("openai-completions", "{base_url}", "pi")
+"""Pi (`@mariozechner/pi-coding-agent`), print mode (`pi -p`), OpenAI chat completions (streamed).
+
+Tools it offers: `read`, `bash` (`{"command": ...}`), `edit`, `write`; it runs them itself in the
+working directory and exits 0 after an answer without tool calls. Its provider is `openenv` in
+`~/.pi/agent/models.json` (the key read from the variable `api_key_env` names)."""
+
+PI_RESPONSES = _pi("openai-responses", "{base_url}", "pi-responses")
+"""Pi speaking the OpenAI Responses API (streamed)."""
+
+PI_ANTHROPIC = _pi("anthropic-messages", "{anthropic_base_url}", "pi-anthropic")
+"""Pi speaking Anthropic Messages (streamed)."""

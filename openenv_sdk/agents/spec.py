@@ -25,7 +25,7 @@ AgentMode = Literal["intercept", "black_box"]
 """`intercept`: model calls go to the trainer, which answers them with the policy (training);
 `black_box`: model calls go straight to a real provider (evaluation and smoke runs)."""
 
-PLACEHOLDERS = ("base_url", "api_key_env", "model", "task_file", "workdir", "python")
+PLACEHOLDERS = ("base_url", "anthropic_base_url", "api_key_env", "model", "task_file", "workdir", "python")
 """Names a spec's `run`, `install`, `env` values and `config` may use as `{name}`."""
 
 
@@ -33,7 +33,8 @@ class AgentSpec(BaseModel):
     """A CLI agent: install, run, environment, configuration.
 
     String fields may use the placeholders `{base_url}` (the OpenAI-compatible base URL, ending
-    in `/v1`), `{model}`, `{task_file}` (a file holding the task's instruction), `{workdir}` (the
+    in `/v1`), `{anthropic_base_url}` (the same without `/v1`: Anthropic clients add `/v1/messages`
+    themselves), `{model}`, `{task_file}` (a file holding the task's instruction), `{workdir}` (the
     episode's working directory), `{python}` (the server's interpreter: in an image the sandbox
     user can run it; a local server's may sit where the sandbox user cannot, so prefer `python3`)
     and `{api_key_env}` (the name of the variable that holds the key; the key itself is only ever
@@ -64,6 +65,14 @@ class AgentSpec(BaseModel):
     )
     timeout_s: float = Field(default=600.0, gt=0, description="Wall-clock limit of one run; the agent is killed after it.")
     install_timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock limit of the install command.")
+    memory_bytes: int | None = Field(
+        default=None,
+        ge=64 * 1024**2,
+        description="The address space (RLIMIT_AS) each of the agent's processes may reserve, where it needs more "
+        "than the environment's per-command limit: node reserves several GiB of virtual memory it never "
+        "touches (V8's heap cage, WebAssembly guard regions), and aborts under a 1 GiB limit. What the "
+        "session's processes really use stays bounded by its cgroup.",
+    )
     install_allow: list[str] = Field(
         default_factory=list,
         description="Host names the install command may reach, through the allowlist proxy (e.g. `pypi.org`, "
@@ -148,6 +157,7 @@ def render_agent_command(launch: AgentLaunch, *, workdir: str, task_file: str, p
     spec = launch.spec
     raw = {
         "base_url": launch.base_url,
+        "anthropic_base_url": launch.base_url.removesuffix("/v1"),
         "api_key_env": spec.api_key_env,
         "model": launch.model,
         "task_file": task_file,
