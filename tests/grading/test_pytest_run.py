@@ -301,13 +301,16 @@ def test_the_solution_is_read_from_workdir(sandbox: Sandbox) -> None:
 
 def test_only_a_finished_report_of_the_right_shape_is_read(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
-    finished = {
+    finished: dict[str, object] = {
         "exitstatus": 1, "collected": ["t.py::a", "t.py::b"], "outcomes": {"t.py::a": "passed", "t.py::b": "failed"},
         "messages": {"t.py::b": "assert 1 == 2"}, "collect_errors": {},
     }  # fmt: skip
     path.write_text(json.dumps(finished))
     assert _read_report(path) == {key: finished[key] for key in ("collected", "outcomes", "messages", "collect_errors")}
-    for malformed in ({"outcomes": {}}, {**finished, "outcomes": {"t.py::a": "fine"}}, {**finished, "collected": "t.py::a"}):
+    malformed_reports: list[dict[str, object]] = [
+        {"outcomes": {}}, {**finished, "outcomes": {"t.py::a": "fine"}}, {**finished, "collected": "t.py::a"},
+    ]  # fmt: skip
+    for malformed in malformed_reports:
         path.write_text(json.dumps(malformed))
         assert _read_report(path) is None, malformed
     path.unlink()
