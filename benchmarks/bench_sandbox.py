@@ -2,7 +2,8 @@
 
     python benchmarks/bench_sandbox.py [--runs 200] [--json] [--write-docs]
 
-Each round runs the same command four ways, interleaved so that machine noise hits all alike:
+Each round runs the same command four ways, interleaved (each round starting with the next
+way) so that machine noise and ordering effects hit all alike:
 
 * `run_command`: the unisolated runner (what every agent command used before `Sandbox`): a
   new session, rlimits, the switch to an unprivileged user when root;
@@ -65,8 +66,10 @@ def measure(runs: int) -> dict[str, dict[str, list[float]]]:
         for name, argv in COMMANDS.items():
             for way in ways.values():  # warm caches once
                 way(argv)
-            for _ in track(range(runs), description=f"{name:<16}"):
-                for way_name, way in ways.items():
+            order = list(ways.items())
+            for i in track(range(runs), description=f"{name:<16}"):
+                # each round starts with the next way: no way always follows the same one
+                for way_name, way in order[i % len(order) :] + order[: i % len(order)]:
                     started = time.perf_counter()
                     way(argv)
                     samples[name][way_name].append((time.perf_counter() - started) * 1000)
@@ -93,7 +96,7 @@ def markdown(summary: dict[str, dict[str, float]], runs: int) -> str:
         f"`python benchmarks/bench_sandbox.py --runs {runs}` ({date.today()}, {platform.machine()}, "
         f"{os.cpu_count()} cores, load {load:.1f}, Python {platform.python_version()}, isolation: {iso['mode']}; "
         f"seccomp filter; session memory: {iso.get('session_memory', 'n/a')}; workspace: {iso.get('workspace', 'n/a')}). "
-        f"Median (p99) wall time of one command from the caller, in ms, the four ways interleaved. Target: the "
+        f"Median (p99) wall time of one command from the caller, in ms, the four ways interleaved in rotating order. Target: the "
         f"sandbox adds under {TARGET_MS:g} ms to `true`.",
         "",
         "| command | bare fork+exec | `run_command` (before) | `Sandbox.run` without session bounds | "

@@ -224,20 +224,32 @@ def test_a_cgroup_path_is_found_in_a_containers_view_of_the_hierarchy() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="session cgroups need root (CI runs as root)")
 def test_a_command_is_in_its_sessions_cgroup_from_its_first_instruction_and_never_runs_outside() -> None:
-    """bubblewrap waits (--block-fd) until the server moved it into the session's cgroup; when
-    the move fails (the cgroup was removed behind the session's back), the command is killed
-    before it ran, never run unbounded."""
+    """A command joins the session's cgroup before bubblewrap runs it (v1: the child joins itself
+    before exec; v2: bubblewrap waits on --block-fd until the server moved it); when the join fails
+    (the cgroup was removed behind the session's back), the command is not run, never unbounded."""
     from openenv_sdk.sandbox import Sandbox, isolation_mode
 
     isolation_mode()
     with Sandbox(limits=SandboxLimits(timeout_s=20), name="admission") as sandbox:
         assert sandbox.cgroup is not None
-        own = sandbox.run("cat /proc/self/cgroup").stdout.splitlines()
-        for controller, version in sandbox.cgroup.support.versions.items():
-            line = next(x for x in own if (x.split(":")[1] == "" if version == 2 else controller in x.split(":")[1]))
-            assert line.endswith(f"/openenv-sandbox/{sandbox.uid}"), own
-        for path in sandbox.cgroup.paths:
-            Path(path).rmdir()  # empty between commands
+        worker = sandbox.popen(["/bin/sh", "-c", "echo up; sleep 30"])
+        assert worker.stdout is not None and worker.stdout.readline() == b"up\n"
+        theirs = [e.name for e in os.scandir("/proc") if e.name.isdigit() and e.stat().st_uid == sandbox.uid]
+        assert theirs
+        for pid in theirs:  # seen from the host: every process of the command is in the session's cgroups
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+            for controller, version in sandbox.cgroup.support.versions.items():
+                line = next(x for x in lines if (x.split(":")[1] == "" if version == 2 else controller in x.split(":")[1]))
+                assert line.endswith(f"/openenv-sandbox/{sandbox.uid}"), lines
+        sandbox.kill_all()
+        deadline = time.monotonic() + 10
+        for path in sandbox.cgroup.paths:  # removed behind the session's back, once empty
+            while Path(path).exists():
+                try:
+                    Path(path).rmdir()
+                except OSError:
+                    assert time.monotonic() < deadline, f"{path} stayed busy"
+                    time.sleep(0.05)
         refused = sandbox.run("touch ran-unbounded")
         assert refused.exit_code == 127 and "could not start" in refused.stderr, refused.render()
         assert not (sandbox.workspace / "ran-unbounded").exists()

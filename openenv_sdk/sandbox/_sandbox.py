@@ -326,10 +326,12 @@ def kill_uid(uid: int, *, rounds: int = 50) -> int:
 
 
 class _Admission:
-    """How a command joins its session's cgroup without paying a cgroup migration on its path.
+    """How a command joins its session's cgroup under cgroup v2 without a migration on its path.
 
-    Moving a process into a cgroup waits for the kernel's cgroup lock (an RCU grace period: about
-    10 ms on a busy machine), and a preexec that does it forces a full fork. Instead bubblewrap
+    Moving a process into a v2 cgroup waits for the kernel's global cgroup lock (an RCU grace
+    period: 10 to 20 ms, measured on an idle 16-core host and on this busy 2-core one), and a
+    preexec that does it serially forces a full fork too. (Under v1 a child joins itself through
+    `tasks`, which skips that lock: `SessionCgroup.join`, in the preexec.) Instead bubblewrap
     starts (with `vfork`, no preexec) and waits on a pipe (`--block-fd`) once its namespaces are
     set up, before it runs the command; meanwhile the server moves bubblewrap's processes into the
     cgroup and sets their rlimits, then writes the byte that lets it go on. The move overlaps
@@ -543,7 +545,7 @@ class Sandbox:
         return [*bwrap, "--", *drop, *argv]
 
     def _cgroup_procs(self) -> list[str]:
-        return [f"{path}/cgroup.procs" for path in self.cgroup.paths] if self.cgroup is not None else []
+        return self.cgroup.join_files if self.cgroup is not None else []
 
     def _preexec(self, limits: SandboxLimits) -> tuple[Callable[[], None], int | None]:
         cgroup = self.cgroup if self.isolation is Isolation.BWRAP else None
@@ -673,7 +675,7 @@ class Sandbox:
             )
         before = self.cgroup.begin_command() if self.cgroup is not None else None
         seccomp_fd = program_fd()
-        gate = _Admission(self.cgroup, limits) if self.cgroup is not None else None
+        gate = _Admission(self.cgroup, limits) if self.cgroup is not None and not self.cgroup.joins_fast else None
         try:
             result = run_process(
                 self.wrap(
@@ -751,7 +753,7 @@ class Sandbox:
             )  # fmt: skip
         else:
             seccomp_fd = program_fd()
-            gate = _Admission(self.cgroup, self.limits) if self.cgroup is not None else None
+            gate = _Admission(self.cgroup, self.limits) if self.cgroup is not None and not self.cgroup.joins_fast else None
             try:
                 proc = subprocess.Popen(
                     self.wrap(
