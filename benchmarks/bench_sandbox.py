@@ -2,8 +2,8 @@
 
     python benchmarks/bench_sandbox.py [--runs 200] [--json] [--write-docs]
 
-Each round runs the same command four ways, interleaved (each round starting with the next
-way) so that machine noise and ordering effects hit all alike:
+Each round runs the same command four ways, interleaved in a new random order each round, so that
+machine noise and ordering effects hit all alike:
 
 * `run_command`: the unisolated runner (what every agent command used before `Sandbox`): a
   new session, rlimits, the switch to an unprivileged user when root;
@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -67,9 +68,12 @@ def measure(runs: int) -> dict[str, dict[str, list[float]]]:
             for way in ways.values():  # warm caches once
                 way(argv)
             order = list(ways.items())
-            for i in track(range(runs), description=f"{name:<16}"):
-                # each round starts with the next way: no way always follows the same one
-                for way_name, way in order[i % len(order) :] + order[: i % len(order)]:
+            shuffle = random.Random(0)
+            for _ in track(range(runs), description=f"{name:<16}"):
+                # a new order each round: no way always follows the same one (a kernel state one
+                # way leaves, such as the cgroup lock's, would otherwise favour the next)
+                shuffle.shuffle(order)
+                for way_name, way in order:
                     started = time.perf_counter()
                     way(argv)
                     samples[name][way_name].append((time.perf_counter() - started) * 1000)
@@ -96,7 +100,7 @@ def markdown(summary: dict[str, dict[str, float]], runs: int) -> str:
         f"`python benchmarks/bench_sandbox.py --runs {runs}` ({date.today()}, {platform.machine()}, "
         f"{os.cpu_count()} cores, load {load:.1f}, Python {platform.python_version()}, isolation: {iso['mode']}; "
         f"seccomp filter; session memory: {iso.get('session_memory', 'n/a')}; workspace: {iso.get('workspace', 'n/a')}). "
-        f"Median (p99) wall time of one command from the caller, in ms, the four ways interleaved in rotating order. Target: the "
+        f"Median (p99) wall time of one command from the caller, in ms, the four ways interleaved in random order. Target: the "
         f"sandbox adds under {TARGET_MS:g} ms to `true`.",
         "",
         "| command | bare fork+exec | `run_command` (before) | `Sandbox.run` without session bounds | "
