@@ -3,6 +3,7 @@
     python scripts/gen_attack_table.py          # run the attacks, rewrite the table
     python scripts/gen_attack_table.py --check  # exit 1 if an attack test is missing from the table
     python scripts/gen_attack_table.py --junit a.xml --junit b.xml  # results of earlier runs
+    python scripts/gen_attack_table.py --junit a.xml --keep  # rows not in a.xml keep their last result
 
 Each test in tests/security/ is one attack; its row says what it tries (the test's docstring, or
 its name), where (the file), and how it ended in the last run: `blocked` when the test passed
@@ -15,6 +16,7 @@ import argparse
 import ast
 import datetime
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -85,13 +87,24 @@ def read_results(reports: list[Path]) -> dict[tuple[str, str], str]:
     return outcomes
 
 
-def table(rows: list[tuple[str, str, str]], outcomes: dict[tuple[str, str], str]) -> str:
+_ROW = re.compile(r"^\| \d+ \| .*? \| (?P<outcome>[^|]+?) \| `(?P<stem>\w+)::(?P<name>\w+)` \|$", re.M)
+_CONTROL_OUTCOMES = {"control holds": "blocked", "CONTROL FAILED": "WORKED"}
+
+
+def previous_results(text: str) -> dict[tuple[str, str], str]:
+    """The outcomes the page's table shows now (for `--keep`)."""
+    return {
+        (m["stem"], m["name"]): _CONTROL_OUTCOMES.get(m["outcome"], m["outcome"]) for m in _ROW.finditer(text)
+    }
+
+
+def table(rows: list[tuple[str, str, str]], outcomes: dict[tuple[str, str], str], *, kept: bool = False) -> str:
     attacks_only = [(s, n) for s, n, _ in rows if not n.startswith("test_control")]
     blocked = sum(outcomes.get(key) == "blocked" for key in attacks_only)
     lines = [
         START,
         f"{len(attacks_only)} attacks, {blocked} blocked, and {len(rows) - len(attacks_only)} controls, "
-        f"as run on {datetime.date.today()} "
+        f"as run on {datetime.date.today()}{' (rows not in that run: as last run)' if kept else ''} "
         f"(`python scripts/gen_attack_table.py`; each is a test in `tests/security/`, run in CI).",
         "",
         "| # | where | attack | result | test |",
@@ -110,6 +123,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that every attack is in the table")
     parser.add_argument("--junit", type=Path, action="append", help="take results from these junit files")
+    parser.add_argument("--keep", action="store_true", help="with --junit: rows not in them keep the page's result")
     args = parser.parse_args()
     rows = attacks()
     text = PAGE.read_text(encoding="utf-8")
@@ -121,7 +135,10 @@ def main() -> int:
     before, _, rest = text.partition(START)
     _, _, after = rest.partition(END)
     results = read_results(args.junit) if args.junit else run_results()
-    PAGE.write_text(before + table(rows, results) + after, encoding="utf-8")
+    kept = bool(args.junit and args.keep)
+    if kept:
+        results = {**previous_results(rest), **results}
+    PAGE.write_text(before + table(rows, results, kept=kept) + after, encoding="utf-8")
     print(f"wrote {len(rows)} attacks to {PAGE}")
     return 0
 

@@ -70,6 +70,8 @@ def _peak_mib(call: object) -> float:
 
 
 def test_the_sync_client_refuses_a_hostile_schema(hostile: tuple[str, str]) -> None:
+    """A 300 MiB or deeply nested `/schema` is a `TransportError` for the sync client, read within
+    its bound (a 300 MiB body cost 905 MiB; a deep one raised a bare `RecursionError`)."""
     kind, url = hostile
     with GenericEnvClient(base_url=url, max_message_bytes=8 * MIB) as env:
         raised: list[BaseException] = []
@@ -87,6 +89,7 @@ def test_the_sync_client_refuses_a_hostile_schema(hostile: tuple[str, str]) -> N
 
 
 def test_the_async_client_refuses_a_hostile_schema(hostile: tuple[str, str]) -> None:
+    """The same for the async client."""
     kind, url = hostile
 
     async def main() -> None:
@@ -98,6 +101,7 @@ def test_the_async_client_refuses_a_hostile_schema(hostile: tuple[str, str]) -> 
 
 
 def test_a_deeply_nested_websocket_reply_is_a_transport_error() -> None:
+    """A deeply nested WebSocket reply is a `TransportError` (was a bare `RecursionError`), sync and async."""
     with serve(hostile_app("deep")) as url:
         with GenericEnvClient(base_url=url) as env, pytest.raises(TransportError, match="nested too deep"):
             env.reset()

@@ -174,6 +174,7 @@ def test_a_policy_mistake_is_a_tool_error_not_an_episode_error(
 
 
 def test_a_rerun_resumes_and_replays_only_what_failed(policy_server: Any, wordle_url: str, tmp_path: Path) -> None:
+    """A rerun skips the episodes done, replays a failed one and one whose line a crash cut short."""
     url, seen = policy_server
     out = tmp_path / "resume"
     args = [wordle_url, "--grader", str(WORDLE_DIR), "--base-url", url, "--model", "winner", "-o", str(out)]
@@ -227,6 +228,9 @@ def test_an_environment_without_tasks_gets_seeds_and_a_named_grader(echo_server:
 def test_a_rerun_skips_damaged_or_ill_formed_lines_and_replays_their_episodes(
     policy_server: Any, wordle_url: str, tmp_path: Path
 ) -> None:
+    """Lines cut inside a UTF-8 character, nested past the parser, with a NaN or out-of-range reward or
+    ill-formed fields are skipped, counted and their episodes replayed (the run exited 1, or took
+    them as done)."""
     url, seen = policy_server
     out = tmp_path / "damaged"
     args = [wordle_url, "--grader", str(WORDLE_DIR), "--base-url", url, "--model", "winner", "-o", str(out)]

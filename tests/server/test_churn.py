@@ -47,6 +47,9 @@ def _full_collections(url: str) -> float:
 
 
 def test_rss_after_five_rounds_of_churn_is_within_ten_percent_of_after_one() -> None:
+    """5 rounds of 1,000 sessions (connect, reset, 10 steps, close) on `openenv serve`: RSS after the
+    fifth within 10 % of after the first, with no full collection (was 112 -> 167 MiB, and
+    ~75 MiB a round before the cycles were broken)."""
     with serve_folder(ECHO_DIR) as (process, url):
         ws = url.replace("http://", "ws://") + "/ws"
         rss = []

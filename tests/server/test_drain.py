@@ -60,6 +60,8 @@ class WorkspaceEnvironment(Environment):
 
 
 def test_sigterm_drains_in_under_a_second_with_nothing_left(tmp_path: Path) -> None:
+    """SIGTERM to `openenv serve` with 5 sandboxed sessions, one running `sleep 12`: exits in under
+    1 s, the command killed, no workspace left (was 6.1 s, 1 of 5 workspaces left)."""
     env_dir = tmp_path / "workspaces"
     env_dir.mkdir()
     (env_dir / "openenv.yaml").write_text(MANIFEST, encoding="utf-8")
