@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openenv_sdk.grading.pytest_run import check_solution_file
 from openenv_sdk.rubric import Grader, reward
 
 __all__ = ["HiddenTask", "MiniSweGrader", "grading_files", "load_hidden_task"]
@@ -58,7 +59,8 @@ def load_hidden_task(task_id: str, env_dir: Path = HERE) -> HiddenTask:
     """The hidden part of `task_id`.
 
     Raises:
-        ValueError: `task_id` is not a task id.
+        ValueError: `task_id` is not a task id, or a source path is not a top-level package folder
+            that `run_hidden_tests` can serve (`check_solution_file`'s rule).
         FileNotFoundError: this folder has no hidden data for it (grade where `hidden/` is).
     """
     if not isinstance(task_id, str) or not _TASK_ID.match(task_id):
@@ -74,7 +76,7 @@ def load_hidden_task(task_id: str, env_dir: Path = HERE) -> HiddenTask:
         task_id=data["task_id"],
         difficulty=data["difficulty"],
         category=data["category"],
-        source_paths=list(data["source_paths"]),
+        source_paths=[check_solution_file(f"{path}/")[:-1] for path in data["source_paths"]],
         hidden_tests=list(data["hidden_tests"]),
         fail_to_pass=list(data["FAIL_TO_PASS"]),
         pass_to_pass=list(data["PASS_TO_PASS"]),

@@ -498,6 +498,38 @@ def test_deleting_a_test_file(session: GenericEnvClient, grader: Any) -> None:
     assert set(evidence["PASS_TO_PASS"].values()) == {"passed"}  # the host's copy was restored and ran
 
 
+# --- code graded other than the code shown -----------------------------------------------------------
+#
+# The fix as bytecode only: the workspace's source (and the diff) keeps the bug, while an
+# interpreter given the folder as it stands would run the fixed code. The worker is given the
+# package's source and data files only (`run_hidden_tests`): bytecode stays behind.
+
+COMPILE_FIXED = (
+    "git apply .gold.patch && rm .gold.patch && python -c \"import py_compile; py_compile.compile('intervals/ops.py', "
+    "cfile='{cfile}', invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\" && git checkout -q intervals/ops.py"
+)
+CHECK_FIXED = "python -B -c 'from intervals import merge; print(merge([(1, 10), (2, 3)]))'"
+
+
+@pytest.mark.parametrize("where", ["__pycache__ (unchecked hash)", "sourceless .pyc"])
+def test_the_fix_as_bytecode_only_is_not_graded(session: GenericEnvClient, grader: Any, where: str) -> None:
+    tool(session, "write_file", path=".gold.patch", content=GOLD)
+    if where == "sourceless .pyc":
+        run(session, COMPILE_FIXED.format(cfile="intervals/ops.pyc") + " && rm intervals/ops.py")
+    else:
+        run(session, COMPILE_FIXED.format(cfile=f"intervals/__pycache__/ops.cpython-{sys.version_info[0]}{sys.version_info[1]}.pyc"))
+    # the attack is real: the agent's own interpreter runs the fixed code from the bytecode
+    assert run(session, CHECK_FIXED).startswith("[(1, 10)]"), "the bytecode is not used"
+    if where != "sourceless .pyc":
+        assert "key=lambda iv: iv[1]" in tool(session, "read_file", path="intervals/ops.py")  # the source keeps the bug
+    tool(session, "submit")
+    evidence = refused(grade(grader, session))
+    if where == "sourceless .pyc":
+        assert "intervals/ops.pyc" in evidence["skipped_files"], evidence["skipped_files"]
+    else:
+        assert set(evidence["FAIL_TO_PASS"].values()) == {"failed"} and evidence["report"] == "complete"
+
+
 # --- reading what is hidden ------------------------------------------------------------------------
 
 

@@ -291,6 +291,30 @@ def test_run_tests_skips_symlinks_and_conftest_in_the_package(env: MiniSweEnviro
     assert result["tampering"] == ["conftest.py added or changed: pagekit/conftest.py"]
 
 
+def test_a_package_folder_replaced_by_a_symlink_is_not_followed(env: MiniSweEnvironment) -> None:
+    """The fixed package moved to home/ and linked back: the link is not followed, nothing is graded."""
+    env.reset(task_id="pagekit-1")
+    env.edit_file("pagekit/paginator.py", "self.total_items // self.per_page", "-(-self.total_items // self.per_page)")
+    assert env.run("mv pagekit ../home/pagekit && ln -s ../home/pagekit pagekit && python -m pytest -q").endswith(
+        "[exit code 0]"
+    )  # the agent's own run follows the link and passes
+    value, result = _grade_in_process(env)
+    assert value == 0.0 and result["status"] == "ok" and "pagekit/" in result["skipped_files"]
+    assert "passed" not in set(result["FAIL_TO_PASS"].values())
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [("pagekit/sub", "must be a module file"), ("json", "'json' would shadow"), ("..", "must be a relative path")],
+)
+def test_run_tests_refuses_a_source_path_that_is_not_a_package_folder(
+    env: MiniSweEnvironment, source: str, message: str
+) -> None:
+    env.reset(task_id="pagekit-1")
+    with pytest.raises(ValueError, match=message):
+        env.run_tests(files={}, source_paths=[source], node_ids=[])
+
+
 def test_run_tests_without_an_episode() -> None:
     result = MiniSweEnvironment().run_tests(files={}, source_paths=["x"], node_ids=["tests/t.py::t"])
     assert result["status"] == "no_episode" and result["outcomes"] == {"tests/t.py::t": "not run"}
