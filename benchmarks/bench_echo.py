@@ -1199,9 +1199,14 @@ def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args
     for client in args.churn_clients:
         ours, theirs = by.get(("ours", client)), by.get(("openenv", client))
         if ours and theirs and theirs.steps_per_s and theirs.after_rss_kib:
+            grown = ours.after_rss_kib - ours.baseline_rss_kib
+            theirs_grown = theirs.after_rss_kib - theirs.baseline_rss_kib
             lines.append(
                 f"- {client} client: ours/OpenEnv steps/s x{ours.steps_per_s / theirs.steps_per_s:.2f}, "
-                f"RSS right after x{ours.after_rss_kib / theirs.after_rss_kib:.2f}."
+                f"RSS right after x{ours.after_rss_kib / theirs.after_rss_kib:.2f}"
+                + (f" (what the churn added: x{grown / theirs_grown:.2f}; at this size the idle servers' RSS "
+                   "weighs most)" if theirs_grown > 0 else "")
+                + "."
             )
     if floor:
         lines += [
