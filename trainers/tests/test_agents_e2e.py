@@ -1,0 +1,149 @@
+"""Third-party agents end to end: installed from their registry, run in the terminal environment's
+sandbox, every model call intercepted in the agent's own API dialect and answered by a scripted
+policy that produces tokens.
+
+Per agent (`examples/agents/agents_intercepted.py`'s `AGENTS`): three terminal tasks driven to a
+graded finish (the reference solution through the agent's own shell tool scores 1.0, doing
+nothing 0.0); every model call's completion tokens in the rows are exactly the policy's, with
+its logprobs, under mask 1, and the tool results the agent fed back are under mask 0; a wrong key
+stops the agent at once, a closed rollout after its one refused call.
+
+The installs go to `.cache/agents/` at the repository root (Pi: about 15 s from the npm registry
+the first time, nothing after), found read-only by the sandbox (`OPENENV_AGENTS_DIR`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from .conftest import REPO
+from .tokens import mask_runs
+
+DEMO_PATH = REPO / "examples" / "agents" / "agents_intercepted.py"
+CACHE = REPO / ".cache" / "agents"
+
+
+def _load_demo() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("agents_intercepted", DEMO_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+demo = _load_demo()
+AGENT_NAMES = list(demo.AGENTS)
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return demo.policy_tokenizer()
+
+
+_installed: dict[str, float] = {}
+
+
+def installed(name: str) -> Any:
+    """The agent, installed once per test session (or found in the cache)."""
+    agent = demo.AGENTS[name]
+    if name not in _installed:
+        _installed[name] = demo.install_agent(agent.spec, cache_dir=CACHE)
+    return agent
+
+
+def check_rows(run: Any, tokenizer: Any) -> None:
+    """The rows hold the policy's tokens and logprobs under mask 1, one run per call, in order,
+    and nothing else; the tool results are under mask 0."""
+    result, policy = run.result, run.policy
+    assert result.model_calls == len(policy.produced) >= 1
+    runs, sampled_logprobs = [], []
+    for segment in result.segments:
+        mask = segment.completion_mask
+        assert len(mask) == len(segment.completion_ids) == len(segment.completion_logprobs)
+        for start, end in mask_runs(mask):
+            runs.append(segment.completion_ids[start:end])
+            sampled_logprobs.append(segment.completion_logprobs[start:end])
+        assert all(math.isnan(x) for x, m in zip(segment.completion_logprobs, mask, strict=True) if not m)
+        prompt = tokenizer.decode(segment.prompt_ids, skip_special_tokens=False)
+        assert prompt.endswith("<|im_start|>assistant\n") and "working directory" in prompt  # the agent's prompt, the task in it
+    assert sum(s.model_calls for s in result.segments) == result.model_calls
+    assert runs == policy.produced, "the rows' sampled tokens are not exactly the policy's, call by call"
+    assert sampled_logprobs == policy.produced_logprobs
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_reference_solutions_score_one_and_the_rows_are_the_policys(name: str, tokenizer: Any) -> None:
+    agent = installed(name)
+    for task_id in demo.TASKS:
+        run = demo.run_task(agent, task_id, cache_dir=CACHE, tokenizer=tokenizer)
+        result = run.result
+        where = f"{name} on {task_id}"
+        assert result.agent_run is not None and result.agent_run.exit_code == 0, (where, result.agent_run)
+        assert result.reward == 1.0, (where, result.reward_components, result.agent_run.stderr_tail[-2000:])
+        blocks = demo.solution_blocks(task_id)
+        assert result.model_calls == len(blocks) + 1, where  # one call per block, then the final answer
+        assert run.dialects == [agent.dialect] * result.model_calls, where
+        assert len(result.segments) == 1, f"{where}: the agent's calls extend one conversation, one row"
+        check_rows(run, tokenizer)
+        (segment,) = result.segments
+        text = tokenizer.decode(segment.prompt_ids + segment.completion_ids, skip_special_tokens=False)
+        assert json.dumps(blocks[0])[1:30] in text and demo.FINAL in text  # the command, as the call's JSON holds it
+        assert text.count("<tool_response>") == len(blocks), where  # each command's result went back to the policy
+        unmasked = tokenizer.decode([t for t, m in zip(segment.completion_ids, segment.completion_mask, strict=True) if not m])
+        assert "<tool_response>" in unmasked and demo.FINAL not in unmasked
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_doing_nothing_scores_zero(name: str, tokenizer: Any) -> None:
+    agent = installed(name)
+    for task_id in demo.TASKS:
+        run = demo.run_task(agent, task_id, nothing=True, cache_dir=CACHE, tokenizer=tokenizer)
+        assert run.result.agent_run is not None and run.result.agent_run.exit_code == 0
+        assert run.result.reward == 0.0, (name, task_id)
+        assert run.result.model_calls == 1 and run.dialects == [agent.dialect]
+        check_rows(run, tokenizer)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_a_wrong_key_stops_the_agent_at_once(name: str) -> None:
+    run, seen = demo.run_refused(installed(name), wrong_key=True, cache_dir=CACHE)
+    assert run.exit_code != 0 and not run.timed_out
+    assert seen == [], "a refused call never reaches the trainer"
+    assert run.duration_s < 30, run.duration_s
+    assert "401" in run.stdout_tail + run.stderr_tail or "secret" in run.stdout_tail + run.stderr_tail
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_a_closed_rollout_stops_the_agent_after_one_refused_call(name: str) -> None:
+    run, seen = demo.run_refused(installed(name), wrong_key=False, cache_dir=CACHE)
+    assert run.exit_code != 0 and not run.timed_out
+    assert len(seen) == 1, [r.index for r in seen]
+    assert run.duration_s < 30, run.duration_s
+    assert "410" in run.stdout_tail + run.stderr_tail or "ended" in run.stdout_tail + run.stderr_tail
+
+
+def test_the_install_is_pinned_and_reaches_only_its_registry() -> None:
+    from openenv_sdk.agents import known
+
+    for name in AGENT_NAMES:
+        spec = demo.AGENTS[name].spec
+        assert spec.install is not None and spec.install_allow, name
+        if "pi" in name:
+            assert f"@mariozechner/pi-coding-agent@{known.PI_VERSION}" in spec.install
+            assert spec.install_allow == ["registry.npmjs.org"]
+    marker = Path(CACHE / f"pi-coding-agent-{known.PI_VERSION}" / ".installed")
+    installed("pi")
+    assert marker.read_text().strip() == f"@mariozechner/pi-coding-agent@{known.PI_VERSION}"
