@@ -48,6 +48,8 @@ run_suite() {  # name, then the command; a failure is recorded, not fatal
 if wants trainers; then
   step "trainers venv (.venv-trainers)"
   timeout 1200 bash scripts/setup_trainers_venv.sh
+  step "agents: node and npm, and the registry agents (trainers/tests/test_agents_e2e.py; never skipped)"
+  timeout 1500 bash scripts/setup_agents.sh
   run_suite trainers bash -c 'cd trainers && ../.venv-trainers/bin/python -m pytest "$@"' _ "$@"
 fi
 if wants adapters; then
