@@ -158,12 +158,16 @@ def run_task(
     cache_dir: Path = DEFAULT_CACHE,
     tokenizer: Any = None,
     timeout_s: float = 180.0,
+    preinstalled: bool = True,
 ) -> Run:
-    """One episode of `agent` on a terminal task, graded, its calls recorded as training rows."""
+    """One episode of `agent` on a terminal task, graded, its calls recorded as training rows.
+
+    `preinstalled`: the sandbox finds the agent in `cache_dir` (read-only); otherwise the spec's
+    install runs in the sandbox, reaching only its `install_allow` hosts through the allowlist proxy."""
     tokenizer = tokenizer or policy_tokenizer()
     policy = ScriptedBackend(tokenizer, nothing_script if nothing else reference_script(agent, task_id))
     config = AgentEpisodeConfig(
-        agent=_cached(agent.spec, cache_dir),
+        agent=_cached(agent.spec, cache_dir) if preinstalled else agent.spec,
         sampling=SamplingParams(max_tokens=1024),
         agent_timeout_s=timeout_s,
         max_model_calls=16,

@@ -26,6 +26,8 @@ phase's egress (`openenv_sdk.sandbox.launch_egress`) to the sandbox's own.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shlex
 import socket
 import sys
@@ -108,7 +110,7 @@ class AgentHost:
         if install:
             marker = _INSTALLED_MARKER.format(name=spec.name, digest=hashlib.sha256(install.encode()).hexdigest()[:16])
             install_env = {k: v for k, v in env.items() if k != spec.api_key_env}  # the key is the run's only
-            with launch_egress(Egress(allow=tuple(spec.install_allow))):
+            with launch_egress(Egress(allow=tuple(spec.install_allow), pins=install_pins(spec.install_allow))):
                 done = self.agent_exec(
                     f"test -f {marker} || {{ ( {install} ) && touch {marker}; }}",
                     env=install_env,
@@ -121,6 +123,32 @@ class AgentHost:
         with launch_egress(model_egress):
             result = self.agent_exec(run, env=env, timeout_s=launch.effective_timeout_s, **memory)
         return _report(spec.name, result, secret, install_code=install_code)
+
+
+INSTALL_PINS_ENV = "OPENENV_AGENT_INSTALL_PINS"
+"""The operator's pins for agent installs: JSON `{"registry.npmjs.org": "10.0.0.5", ...}` in the
+environment server's environment, for a registry mirror (or a network that routes the registry
+through an internal address): the allowlist proxy uses a pinned address as given instead of
+refusing a name that resolves to an internal one. Only names on the spec's `install_allow` count."""
+
+
+def install_pins(allow: list[str]) -> dict[str, str]:
+    """The operator's pins (`INSTALL_PINS_ENV`) for the names an install may reach.
+
+    Raises:
+        ValueError: the variable is not a JSON object of names to addresses.
+    """
+    raw = os.environ.get(INSTALL_PINS_ENV, "").strip()
+    if not raw:
+        return {}
+    try:
+        pins = json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"${INSTALL_PINS_ENV} is not JSON: {e}") from None
+    if not isinstance(pins, dict) or not all(isinstance(k, str) and isinstance(v, str) and is_ip_literal(v) for k, v in pins.items()):
+        raise ValueError(f"${INSTALL_PINS_ENV} must be a JSON object of host names to IP addresses")
+    names = {entry.rsplit(":", 1)[0].lower() for entry in allow}
+    return {name.lower(): address for name, address in pins.items() if name.lower() in names}
 
 
 def model_egress_of(base_url: str) -> tuple[Egress, str]:

@@ -147,3 +147,28 @@ def test_the_install_is_pinned_and_reaches_only_its_registry() -> None:
     marker = Path(CACHE / f"pi-coding-agent-{known.PI_VERSION}" / ".installed")
     installed("pi")
     assert marker.read_text().strip() == f"@mariozechner/pi-coding-agent@{known.PI_VERSION}"
+
+
+@pytest.mark.timeout(900)
+def test_pi_installs_in_the_sandbox_reaching_only_the_npm_registry(tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not pre-installed: the spec's install runs in the episode's sandbox, through the allowlist proxy."""
+    import socket
+
+    from openenv_sdk.agents.host import INSTALL_PINS_ENV
+
+    # The registry at the address it has here (an operator's pin: some networks route it through
+    # an internal address, which the proxy refuses unless pinned).
+    monkeypatch.setenv(INSTALL_PINS_ENV, json.dumps({"registry.npmjs.org": socket.gethostbyname("registry.npmjs.org")}))
+    run = demo.run_task(demo.AGENTS["pi"], "count_log_files", tokenizer=tokenizer, preinstalled=False, timeout_s=300)
+    agent_run = run.result.agent_run
+    assert agent_run is not None and agent_run.install_exit_code == 0, agent_run
+    assert run.result.reward == 1.0 and agent_run.exit_code == 0
+    check_rows(run, tokenizer)
+
+    # The same install reaches nothing but its registry.
+    probe = demo.AGENTS["pi"].spec.model_copy(
+        update={"name": "egress-probe", "install": "curl -sS -m 10 -o /dev/null https://pypi.org/simple/ && echo REACHED", "run": "true"}
+    )
+    blocked = demo.run_task(demo.Agent(probe, "chat", demo.AGENTS["pi"].shell_call), "count_log_files", tokenizer=tokenizer, preinstalled=False)
+    assert blocked.result.agent_run is not None and blocked.result.agent_run.install_exit_code not in (0, None)
+    assert "REACHED" not in blocked.result.agent_run.stdout_tail
