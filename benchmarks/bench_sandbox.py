@@ -94,14 +94,18 @@ def summarize(samples: dict[str, dict[str, list[float]]]) -> dict[str, dict[str,
 def markdown(summary: dict[str, dict[str, float]], runs: int) -> str:
     iso = isolation_report()
     load = os.getloadavg()[0]
+    memory = str(iso.get("session_memory", "n/a")).split(" (")[0]  # not the server's cgroup path
     lines = [
         "## Sandbox",
         "",
         f"`python benchmarks/bench_sandbox.py --runs {runs}` ({date.today()}, {platform.machine()}, "
         f"{os.cpu_count()} cores, load {load:.1f}, Python {platform.python_version()}, isolation: {iso['mode']}; "
-        f"seccomp filter; session memory: {iso.get('session_memory', 'n/a')}; workspace: {iso.get('workspace', 'n/a')}). "
+        f"seccomp filter; session memory: {memory}; workspace: {iso.get('workspace', 'n/a')}). "
         f"Median (p99) wall time of one command from the caller, in ms, the four ways interleaved in random order. Target: the "
         f"sandbox adds under {TARGET_MS:g} ms to `true`.",
+        "",
+        "The same on a cgroup v2 host, with the sandbox before the filter and the bounds as a baseline: "
+        "`benchmarks/results/sandbox_cgroup_v2_host.md`.",
         "",
         "| command | bare fork+exec | `run_command` (before) | `Sandbox.run` without session bounds | "
         "`Sandbox.run` (now) | added by the sandbox | of which the session bounds |",
