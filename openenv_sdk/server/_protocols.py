@@ -148,6 +148,7 @@ OVERSIZE_KEY = "openenv.oversize"
 """The key of the `websocket.receive` event `ServerWebSocketProtocol` hands the app in place of a
 message it left unread: `{"bytes": size, "id": the request's id or None}`."""
 
+_FINAL_DATA = (0x81, 0x82)  # the first byte of a final (unfragmented) text or binary frame
 _EDGE = 256  # bytes of a skipped message kept from its start and its end, to find its id in
 _ID = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
 _ID_AT_START = re.compile(rb'^\s*\{\s*(?:"type"\s*:\s*"[^"\\]{0,64}"\s*,\s*)?"id"\s*:\s*' + _ID)
@@ -183,6 +184,7 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         super().__init__(*args, **kwargs)
         self._limit = self.config.ws_max_size
         self._scanning = False  # the first bytes are the upgrade request, not frames
+        self._plain = False  # at a frame boundary, nothing skipped or fragmented under way
         self._header = b""  # an incomplete frame header
         self._left = 0  # payload bytes of the current frame still to come
         self._skipping = False  # the current frame's payload is passed over
@@ -196,18 +198,16 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         self._tail = b""
 
     def data_received(self, data: bytes) -> None:
-        if not self._scanning:
-            self._scanning = True
+        n = len(data)
+        # The common case first (a step), in one test: at a frame boundary, one whole final text or
+        # binary frame, masked, of under 126 bytes. Nothing to skip, no fragment begins.
+        if self._plain and 5 < n < 132 and data[0] in _FINAL_DATA and data[1] == 0x80 | (n - 6):
             super().data_received(data)
             return
-        if not self._left and not self._header and len(data) >= 2:
-            length = data[1] & 0x7F
-            if length < 126 and len(data) == 2 + (4 if data[1] & 0x80 else 0) + length:
-                # one whole small frame (a step): nothing to skip, and no fragment begins
-                if data[0] & 0x0F in (1, 2):
-                    self._fragment_passed = not data[0] & 0x80
-                    super().data_received(data)
-                    return
+        if not self._scanning:
+            self._scanning = self._plain = True
+            super().data_received(data)
+            return
         passed: list[bytes] = []
         view, at, end = memoryview(data), 0, len(data)
         while at < end:
@@ -247,6 +247,7 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
                 passed.append(header)
             if not length:
                 self._frame_done()
+        self._plain = not (self._left or self._header or self._dropping or self._fragment_passed)
         if passed:
             super().data_received(b"".join(passed))
 

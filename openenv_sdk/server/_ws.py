@@ -12,6 +12,7 @@ is not reset within `unreset_grace_s` is closed.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from ._protocols import OVERSIZE_KEY, salvage_id
 from ._tracing import handle_traced
 
 if TYPE_CHECKING:
+    from ..environment import Environment
     from ._session import Session
     from ._state import ServerState
 
@@ -68,6 +70,7 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
     session.on_reap = on_reap
     max_bytes = state.config.max_message_bytes
     watch = _DropWatch(websocket, state.config.disconnect_grace_s)
+    watched = _may_wait(state.env_cls)
     try:
         while True:
             message = watch.pending.pop() if watch.pending else await websocket.receive()
@@ -85,11 +88,14 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             except ProtocolError as error:
                 await websocket.send_text(_dump("error", error.payload(), _salvage_id_of(raw)))
                 continue
-            with watch:
-                if tracing.enabled():
+            if tracing.enabled():
+                with watch:
                     reply, closing = await handle_traced(_handle, session, text, state)
-                else:
+            elif watched:
+                with watch:
                     reply, closing = await _handle(session, text, state)
+            else:  # calls that never wait cannot be cut short: no watch (the hot path)
+                reply, closing = await _handle(session, text, state)
             if reply is not None:
                 await websocket.send_text(reply)
             if closing:
@@ -208,6 +214,20 @@ class _DropWatch:
         if self._task is not None and not self._task.done():
             self.cancelled_call = True
             self._task.cancel()
+
+
+_MAY_WAIT: dict[type, bool] = {}  # per environment class; classes are few and live on
+
+
+def _may_wait(env_cls: type[Environment[Any, Any, Any]]) -> bool:
+    """Whether a call into `env_cls` can wait (a `BLOCKING` class's calls run on threads; a
+    coroutine runs on the loop): only such a call is watched for its client going away."""
+    known = _MAY_WAIT.get(env_cls)
+    if known is None:
+        known = _MAY_WAIT[env_cls] = bool(env_cls.BLOCKING) or any(
+            inspect.iscoroutinefunction(member) for _, member in inspect.getmembers(env_cls, callable)
+        )
+    return known
 
 
 def _too_large(size: int, max_bytes: int) -> ProtocolError:

@@ -647,3 +647,24 @@ def test_server_attack_sessions_made_by_reset_end_with_their_client() -> None:
             assert keeper.post("/step", json={"action": {"message": "still"}}).status_code == 200
         assert wait_until(lambda: health() == 3, timeout_s=5), health()
         assert_alive(url, bystander)
+
+
+def test_server_attack_fragmented_and_interleaved_frames_are_read_as_sent() -> None:
+    """The frame scanner that passes over oversized messages leaves every other frame as it was:
+    a message in fragments, a ping between them, several frames in one write."""
+    limit = 64 * 1024
+    with serve(hostile_app(max_message_bytes=limit)) as url, open_session(url) as conn:
+        text = json.dumps({"type": "step", "id": "frag", "data": {"message": "f" * 3000}})
+        conn.send([text[:10], text[10:2000], text[2000:]])  # one message, three frames
+        reply = receive(conn)
+        assert (reply["id"], reply["data"]["observation"]["echoed"]) == ("frag", "f" * 3000), reply
+        conn.ping(b"between")  # a control frame, then a message whose first fragment is big
+        big = json.dumps({"type": "step", "id": "big", "data": {"message": "g" * (limit // 2)}})
+        conn.send([big[: limit // 4], big[limit // 4 :]])
+        assert receive(conn)["id"] == "big"
+        far = '{"type": "step", "id": "far", "data": {"message": "' + "h" * (2 * limit) + '"}}'
+        conn.send(far)  # passed over, then a small one in the same burst
+        conn.send(json.dumps({"type": "state", "id": "after"}))
+        replies = [receive(conn), receive(conn)]
+        assert [(r["id"], r["type"]) for r in replies] == [("far", "error"), ("after", "state")], replies
+        assert replies[0]["data"]["code"] == "MESSAGE_TOO_LARGE"
