@@ -204,7 +204,11 @@ class _DropWatch:
         self._watcher = asyncio.ensure_future(self._watch())
 
     async def _watch(self) -> None:
-        message = await self._websocket.receive()
+        try:
+            message = await self._websocket.receive()
+        except (RuntimeError, WebSocketDisconnect):  # the socket ended under us: the loop will see it
+            self._watcher = None
+            return
         self._watcher = None
         self.pending.append(message)
         if message["type"] != "websocket.disconnect":
