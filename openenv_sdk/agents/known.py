@@ -37,7 +37,7 @@ import json
 
 from .spec import AgentSpec
 
-__all__ = ["MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
+__all__ = ["CLAUDE_CODE", "CLAUDE_CODE_VERSION", "MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
 
 MINI_SWE_AGENT_VERSION = "2.4.6"
 
@@ -200,3 +200,39 @@ PI_RESPONSES = _pi("openai-responses", "{base_url}", "pi-responses")
 
 PI_ANTHROPIC = _pi("anthropic-messages", "{anthropic_base_url}", "pi-anthropic")
 """Pi speaking Anthropic Messages (streamed)."""
+
+
+CLAUDE_CODE_VERSION = "2.1.332"
+_CC_DIR = _npm_folder("claude-code", CLAUDE_CODE_VERSION)
+
+CLAUDE_CODE = AgentSpec(
+    name="claude-code",
+    # Its postinstall puts the platform's native binary (from an optional dependency) in place.
+    install=_npm_install("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, _CC_DIR, scripts=True),
+    run=(
+        f'cd {{workdir}} && "{_CC_DIR}/node_modules/.bin/claude" -p --dangerously-skip-permissions '
+        '--output-format text "$(cat {task_file})" < /dev/null'
+    ),
+    env={
+        "ANTHROPIC_BASE_URL": "{anthropic_base_url}",
+        "ANTHROPIC_MODEL": "{model}",
+        "ANTHROPIC_SMALL_FAST_MODEL": "{model}",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "{model}",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "IS_SANDBOX": "1",
+        "NO_COLOR": "1",
+    },
+    api_key_env="ANTHROPIC_API_KEY",
+    base_url_env=None,
+    install_timeout_s=600.0,
+    install_allow=_NPM,
+    memory_bytes=NODE_ADDRESS_SPACE_BYTES,
+)
+"""Claude Code (`@anthropic-ai/claude-code`, a native binary from npm), print mode (`claude -p`),
+Anthropic Messages (streamed), permissions skipped (the sandbox is the boundary; `IS_SANDBOX=1`
+says so). The key goes as `x-api-key` (`ANTHROPIC_API_KEY`). Tools it offers include `Bash`
+(`{"command", "description"}`), `Read`, `Edit`, `Write`; its non-essential traffic (telemetry,
+updates, error reports) is off, and every model it would use is the policy."""
