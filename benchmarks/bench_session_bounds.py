@@ -226,6 +226,7 @@ def measure(sessions: int, seconds: float) -> dict[str, Any]:
         "idle": idle,
         "abuse": abused,
         "p99_ratio": abused["p99_ms"] / idle["p99_ms"],
+        "load": os.getloadavg()[0],  # the machine's, other work included
     }
 
 
@@ -239,7 +240,8 @@ def markdown(result: dict[str, Any]) -> str:
         "## Session bounds",
         "",
         f"`python benchmarks/bench_session_bounds.py --sessions {result['sessions']} --seconds {result['seconds']:g}` "
-        f"({date.today()}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}): "
+        f"({date.today()}, {platform.machine()}, {os.cpu_count()} cores, load {result['load']:.1f}, "
+        f"Python {platform.python_version()}): "
         f"`openenv serve {ENV_DIR}` as root, real WebSocket clients. One session calls `bash` with a command that "
         "starts 8 Python processes of 800 MiB each (6.4 GB, each under its per-process RLIMIT_AS) and writes "
         "40 files of 250 MB (10 GB), again and again; the others call `bash` with `true` in a loop.",
