@@ -66,6 +66,7 @@ AGENTS: dict[str, Agent] = {
     "pi-responses": Agent(known.PI_RESPONSES, "responses", lambda command: ("bash", {"command": command})),
     "pi-anthropic": Agent(known.PI_ANTHROPIC, "anthropic", lambda command: ("bash", {"command": command})),
     "claude-code": Agent(known.CLAUDE_CODE, "anthropic", lambda command: ("Bash", {"command": command, "description": "Run a step"})),
+    "codex": Agent(known.CODEX, "responses", lambda command: ("exec_command", {"cmd": command})),
 }
 
 

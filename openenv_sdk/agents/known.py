@@ -37,7 +37,7 @@ import json
 
 from .spec import AgentSpec
 
-__all__ = ["CLAUDE_CODE", "CLAUDE_CODE_VERSION", "MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
+__all__ = ["CLAUDE_CODE", "CLAUDE_CODE_VERSION", "CODEX", "CODEX_VERSION", "MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
 
 MINI_SWE_AGENT_VERSION = "2.4.6"
 
@@ -236,3 +236,50 @@ Anthropic Messages (streamed), permissions skipped (the sandbox is the boundary;
 says so). The key goes as `x-api-key` (`ANTHROPIC_API_KEY`). Tools it offers include `Bash`
 (`{"command", "description"}`), `Read`, `Edit`, `Write`; its non-essential traffic (telemetry,
 updates, error reports) is off, and every model it would use is the policy."""
+
+
+CODEX_VERSION = "0.171.0"
+_CODEX_DIR = _npm_folder("codex", CODEX_VERSION)
+
+_CODEX_CONFIG = """\
+# openenv: Codex CLI against the trainer's endpoint (OpenAI Responses API), nothing else.
+model = "{model}"
+model_provider = "openenv"
+web_search = "disabled"
+
+[model_providers.openenv]
+name = "openenv"
+base_url = "{base_url}"
+env_key = "{api_key_env}"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[agents]
+enabled = false
+
+[features]
+goals = false
+"""
+
+CODEX = AgentSpec(
+    name="codex",
+    # The native binary comes as an optional dependency of the pinned version (no install script).
+    install=_npm_install("@openai/codex", CODEX_VERSION, _CODEX_DIR),
+    run=(
+        f'cd {{workdir}} && "{_CODEX_DIR}/node_modules/.bin/codex" exec --skip-git-repo-check '
+        '--dangerously-bypass-approvals-and-sandbox --ephemeral --color never "$(cat {task_file})" < /dev/null'
+    ),
+    env={"NO_COLOR": "1"},
+    base_url_env=None,
+    config_path=".codex/config.toml",
+    config=_CODEX_CONFIG,
+    install_timeout_s=600.0,
+    install_allow=_NPM,
+    memory_bytes=NODE_ADDRESS_SPACE_BYTES,
+)
+"""Codex CLI (`@openai/codex`, a native binary from npm), `codex exec`, the OpenAI Responses API
+(streamed, stateless: `store: false`, the whole conversation each call). Its own sandbox and
+approvals are bypassed (the episode's sandbox is the boundary); web search, sub-agents and goals
+are off (hosted or namespaced tools the policy cannot be trained to call here). Its shell tool is
+`exec_command` (`{"cmd": ...}`); it exits 0 after an answer without tool calls."""
