@@ -304,7 +304,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
             None without a report), `exit_code` (pytest's), `timed_out`, `collect_errors`,
             `output_tail` (the run's output), `details` (the failures' messages), and the
             agent's changes to the repository: `kept_changes` (graded), `discarded_changes`
-            (replaced by the host's files, or not library code), `skipped_files` (what of the
+            (replaced by the host's files, not library code, or left behind), `skipped_files` (what of the
             source paths was never copied: symlinks, FIFOs, `conftest.py`, files that are neither
             `.py` nor data) and a unified `diff`.
         """
@@ -362,8 +362,8 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         changes, diff = diff_trees(pristine, current)
         status = f"[timed out after {run.duration_s:.1f} s; killed]" if run.timed_out else f"[exit code {run.exit_code}]"
 
-        def graded(path: str) -> bool:
-            return _under(path, sources) and path not in files and path.rsplit("/", 1)[-1] != "conftest.py"
+        def graded(path: str) -> bool:  # copied for the worker (not the host's, not left behind)
+            return _under(path, sources) and path not in files and path not in run.skipped_files
 
         return {
             **answer,

@@ -62,8 +62,8 @@ __all__ = [
     "MAX_PACKAGE_FILES",
     "MAX_RUN_TIMEOUT_S",
     "MAX_SOLUTION_BYTES",
-    "PACKAGE_DATA_SUFFIXES",
     "MAX_TESTS_BYTES",
+    "PACKAGE_DATA_SUFFIXES",
     "HiddenTestRun",
     "Outcome",
     "check_solution_file",
@@ -73,6 +73,7 @@ __all__ = [
 DEFAULT_RUN_TIMEOUT_S = 60.0
 """Wall-clock limit of one whole run (collection and every test), in seconds."""
 MAX_RUN_TIMEOUT_S = 600.0
+"""Largest `timeout_s` of one run (a repository's whole suite may take minutes)."""
 MAX_SOLUTION_BYTES = 1024 * 1024
 """Largest solution file copied; a larger one is not copied (its tests then fail)."""
 MAX_PACKAGE_BYTES = 16 * 1024 * 1024

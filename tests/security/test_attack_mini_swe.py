@@ -526,6 +526,7 @@ def test_the_fix_as_bytecode_only_is_not_graded(session: GenericEnvClient, grade
     evidence = refused(grade(grader, session))
     if where == "sourceless .pyc":
         assert "intervals/ops.pyc" in evidence["skipped_files"], evidence["skipped_files"]
+        assert "A intervals/ops.pyc" in evidence["discarded_changes"], evidence["discarded_changes"]
     else:
         assert set(evidence["FAIL_TO_PASS"].values()) == {"failed"} and evidence["report"] == "complete"
 
