@@ -67,6 +67,7 @@ AGENTS: dict[str, Agent] = {
     "pi-anthropic": Agent(known.PI_ANTHROPIC, "anthropic", lambda command: ("bash", {"command": command})),
     "claude-code": Agent(known.CLAUDE_CODE, "anthropic", lambda command: ("Bash", {"command": command, "description": "Run a step"})),
     "codex": Agent(known.CODEX, "responses", lambda command: ("exec_command", {"cmd": command})),
+    "opencode": Agent(known.OPENCODE, "chat", lambda command: ("bash", {"command": command, "description": "Run a step"})),
 }
 
 

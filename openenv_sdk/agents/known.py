@@ -37,7 +37,7 @@ import json
 
 from .spec import AgentSpec
 
-__all__ = ["CLAUDE_CODE", "CLAUDE_CODE_VERSION", "CODEX", "CODEX_VERSION", "MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
+__all__ = ["CLAUDE_CODE", "CLAUDE_CODE_VERSION", "CODEX", "CODEX_VERSION", "OPENCODE", "OPENCODE_VERSION", "MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
 
 MINI_SWE_AGENT_VERSION = "2.4.6"
 
@@ -283,3 +283,53 @@ CODEX = AgentSpec(
 approvals are bypassed (the episode's sandbox is the boundary); web search, sub-agents and goals
 are off (hosted or namespaced tools the policy cannot be trained to call here). Its shell tool is
 `exec_command` (`{"cmd": ...}`); it exits 0 after an answer without tool calls."""
+
+
+OPENCODE_VERSION = "1.18.33"
+_OPENCODE_DIR = _npm_folder("opencode", OPENCODE_VERSION)
+
+_OPENCODE_CONFIG = json.dumps(
+    {
+        "$schema": "https://opencode.ai/config.json",
+        "model": "openenv/{model}",
+        "small_model": "openenv/{model}",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {
+            "openenv": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "openenv",
+                "options": {"baseURL": "{base_url}", "apiKey": "{env:{api_key_env}}"},
+                "models": {"{model}": {"name": "{model}", "limit": {"context": 32768, "output": 4096}}},
+            }
+        },
+        "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
+    },
+    indent=2,
+)
+
+OPENCODE = AgentSpec(
+    name="opencode",
+    # Its postinstall links the platform's native binary (an optional dependency).
+    install=_npm_install("opencode-ai", OPENCODE_VERSION, _OPENCODE_DIR, scripts=True),
+    run=(
+        f'cd {{workdir}} && "{_OPENCODE_DIR}/node_modules/.bin/opencode" run --pure --title openenv '
+        '"$(cat {task_file})" < /dev/null'
+    ),
+    env={
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "NO_COLOR": "1",
+    },
+    base_url_env=None,
+    config_path=".config/opencode/opencode.json",
+    config=_OPENCODE_CONFIG,
+    install_timeout_s=600.0,
+    install_allow=_NPM,
+    memory_bytes=NODE_ADDRESS_SPACE_BYTES,
+)
+"""OpenCode (`opencode-ai`, a native binary from npm), `opencode run`, OpenAI chat completions
+(streamed) through its bundled `@ai-sdk/openai-compatible` provider. `--pure` (no external
+plugins fetched), `--title` (no title-generation call), no model-list fetch, no updates; edits
+and bash allowed without asking. Its shell tool is `bash` (`{"command", "description"}`)."""
