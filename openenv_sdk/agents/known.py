@@ -1,5 +1,11 @@
 """Specs of third-party CLI agents, installed from a package registry and checked end to end.
 
+Pi (`PI`, `PI_RESPONSES`, `PI_ANTHROPIC`: one agent in the three dialects), Claude Code
+(`CLAUDE_CODE`), Codex CLI (`CODEX`) and OpenCode (`OPENCODE`) come from npm (node from the
+image) and are verified by `trainers/tests/test_agents_e2e.py` in the terminal environment's
+sandbox (docs/agents.md has their versions, needs and start-up costs); mini-swe-agent comes
+from PyPI:
+
 `MINI_SWE_AGENT` is [mini-swe-agent](https://pypi.org/project/mini-swe-agent/) 2.4.6 (SWE-agent's
 minimal agent: one bash tool, litellm for its model calls), run non-interactively with `mini`.
 Verified by `trainers/tests/test_mini_swe_agent.py` (example: `examples/agents/mini_swe_agent_intercepted.py`):

@@ -18,7 +18,6 @@ import importlib.util
 import json
 import math
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -135,18 +134,25 @@ def test_a_closed_rollout_stops_the_agent_after_one_refused_call(name: str) -> N
     assert "410" in run.stdout_tail + run.stderr_tail or "ended" in run.stdout_tail + run.stderr_tail
 
 
-def test_the_install_is_pinned_and_reaches_only_its_registry() -> None:
+def test_each_install_is_pinned_and_reaches_only_its_registry() -> None:
     from openenv_sdk.agents import known
 
-    for name in AGENT_NAMES:
+    pinned = {
+        "pi": f"@mariozechner/pi-coding-agent@{known.PI_VERSION}",
+        "pi-responses": f"@mariozechner/pi-coding-agent@{known.PI_VERSION}",
+        "pi-anthropic": f"@mariozechner/pi-coding-agent@{known.PI_VERSION}",
+        "claude-code": f"@anthropic-ai/claude-code@{known.CLAUDE_CODE_VERSION}",
+        "codex": f"@openai/codex@{known.CODEX_VERSION}",
+        "opencode": f"opencode-ai@{known.OPENCODE_VERSION}",
+    }
+    assert set(pinned) == set(AGENT_NAMES)
+    for name, package in pinned.items():
         spec = demo.AGENTS[name].spec
-        assert spec.install is not None and spec.install_allow, name
-        if "pi" in name:
-            assert f"@mariozechner/pi-coding-agent@{known.PI_VERSION}" in spec.install
-            assert spec.install_allow == ["registry.npmjs.org"]
-    marker = Path(CACHE / f"pi-coding-agent-{known.PI_VERSION}" / ".installed")
-    installed("pi")
-    assert marker.read_text().strip() == f"@mariozechner/pi-coding-agent@{known.PI_VERSION}"
+        assert spec.install is not None and f'R="{package}"' in spec.install, name
+        assert spec.install_allow == ["registry.npmjs.org"], name
+        installed(name)
+        folder = next(p for p in CACHE.iterdir() if (p / ".installed").is_file() and (p / ".installed").read_text().strip() == package)
+        assert (folder / "node_modules" / ".bin").is_dir(), name
 
 
 @pytest.mark.timeout(900)
