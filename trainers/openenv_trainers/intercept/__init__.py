@@ -11,14 +11,14 @@
 """
 
 from ..episode import Segment
+from .dialect import Answer, ModelCall
 from .episode import (
     AgentEpisodeConfig,
     AgentEpisodeResult,
     AgentEpisodeRunner,
+    ConversationRecorder,
     run_agent_episode,
 )
-from .dialect import Answer, ModelCall
-from .episode import ConversationRecorder
 from .messages import normalize_messages, normalize_tools
 from .scripted import ScriptedBackend, assistant_turn
 from .server import DIALECTS, InterceptedRequest, InterceptionServer, Rollout
