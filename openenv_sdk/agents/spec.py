@@ -71,7 +71,8 @@ class AgentSpec(BaseModel):
         description="The address space (RLIMIT_AS) each of the agent's processes may reserve, where it needs more "
         "than the environment's per-command limit: node reserves several GiB of virtual memory it never "
         "touches (V8's heap cage, WebAssembly guard regions), and aborts under a 1 GiB limit. What the "
-        "session's processes really use stays bounded by its cgroup.",
+        "session's processes really use stays bounded by its cgroup; where the kernel gives the sandbox "
+        "no cgroup (`isolation_report()` says so), this limit was the only memory bound of the agent's processes.",
     )
     install_allow: list[str] = Field(
         default_factory=list,
