@@ -17,7 +17,9 @@
     │   └── RequestTimeout           no answer within the client's `timeout_s`
     ├── ClientStateError             a closed client was used, or one used before `reset`
     ├── ProviderError                a provider could not start or keep a server
-    └── ContainerError               the container engine is unreachable or a build failed
+    │   └── ContainerError           the container engine is unreachable or a build failed
+    └── SandboxError                 a sandbox could not be made or used (no uid left, closed, no proxy)
+        └── IsolationUnavailable     bubblewrap cannot run here and the operator did not opt out
 
 A bad action or a failing tool is data for the caller, not a crash of the server: servers
 send these as typed errors and keep the session; clients raise them with the server's code.
@@ -39,11 +41,13 @@ __all__ = [
     "EnvironmentDefinitionError",
     "ExecutionError",
     "InvalidActionError",
+    "IsolationUnavailable",
     "ManifestError",
     "OpenEnvError",
     "ProviderError",
     "RequestError",
     "RequestTimeout",
+    "SandboxError",
     "ServerError",
     "ServerTimeout",
     "SessionError",
@@ -144,6 +148,16 @@ class ProviderError(OpenEnvError):
 
 class ContainerError(ProviderError):
     """The container engine is unreachable, or building or running an image failed."""
+
+
+class SandboxError(OpenEnvError, RuntimeError):
+    """A sandbox could not be made or used: no session uid left, the opt-out's user missing or
+    root, a closed sandbox used, the egress proxy not started. Never raised for what a command
+    does (that is its `CommandResult`)."""
+
+
+class IsolationUnavailable(SandboxError):
+    """Sessions cannot be isolated here; the message says what is missing and how to fix it."""
 
 
 _CLASS_BY_CODE: dict[ErrorCode, type[ServerError]] = {

@@ -35,11 +35,8 @@ from __future__ import annotations
 
 import difflib
 import os
-import pwd
 import random
 import secrets
-import shutil
-import sys
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -50,9 +47,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_BYTES, check_solution_file, run_hidden_tests
+from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
-from openenv_sdk.manifest import load_manifest
-from openenv_sdk.sandbox import CommandResult, Isolation, Sandbox, SandboxLimits
+from openenv_sdk.sandbox import CommandResult, Sandbox, SandboxLimits
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["CodingEnvironment", "CodingObservation", "CodingState", "Task", "load_tasks"]
@@ -69,10 +66,6 @@ MAX_FILE_BYTES = MAX_SOLUTION_BYTES
 """Largest file `write_file` writes: the largest solution file grading copies."""
 READ_LIMIT_BYTES = 64 * 1024
 """Bytes `read_file` returns; the rest is cut with a marker."""
-
-PYTHON = os.path.abspath(sys.executable)
-"""This server's interpreter, which the sandbox mounts at the same path (no `..` in it: the
-sandbox has only the runtime's folders, not the folders a relative path would cross)."""
 
 
 # --- tasks -----------------------------------------------------------------------------------
@@ -127,9 +120,14 @@ def load_tasks() -> dict[str, Task]:
 
 
 @cache
+def manifest() -> Manifest:
+    """This folder's `openenv.yaml`: its `sandbox:` and `network:` sections make each session's sandbox."""
+    return load_manifest(HERE)
+
+
 def sandbox_settings() -> SandboxSettings:
     """The manifest's `sandbox:` section (command limits and the sandbox user)."""
-    return load_manifest(HERE).sandbox or SandboxSettings()
+    return manifest().sandbox or SandboxSettings()
 
 
 # --- wire models -------------------------------------------------------------------------------
@@ -430,7 +428,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         return (
             self._task_text(task)
             + f"Tools: {', '.join(tools)}. Each command runs for at most {s.command_timeout_s:g} s and keeps "
-            f"{s.max_output_bytes} bytes of output; `python` and `pytest` are on the PATH; there is no network. "
+            f"{s.max_output_bytes} bytes of output; `python` and `pytest` are on the PATH; {_network_text(self._sandbox)}. "
             f"Call submit when you are done."
         )
 
@@ -448,12 +446,12 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
 
     def _new_session(self, task: Task) -> Sandbox:
         """The session's sandbox: launchers in bin/, the task's files in work/, an empty home/."""
-        sandbox = Sandbox(limits=self._limits(None), name="coding", base_dir=os.environ.get(WORKDIR_ENV) or None)
+        sandbox = Sandbox.from_manifest(manifest(), name="coding", base_dir=os.environ.get(WORKDIR_ENV) or None)
         try:
             bin_dir = sandbox.make_dir("bin", writable=False)
             for name, args in (("python", ""), ("python3", ""), ("pytest", " -m pytest")):
                 launcher = bin_dir / name
-                launcher.write_text(f'#!/bin/sh\nexec {_python_of(sandbox)}{args} "$@"\n', encoding="utf-8")
+                launcher.write_text(f'#!/bin/sh\nexec {sandbox.python()}{args} "$@"\n', encoding="utf-8")
                 launcher.chmod(0o755)
             for name, text in task.files.items():
                 target = sandbox.workspace / name
@@ -468,17 +466,15 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         return sandbox
 
     def _limits(self, timeout_s: float | None, max_output_bytes: int | None = None) -> SandboxLimits:
-        s = self._settings
+        """The session sandbox's limits (the manifest's), with a tool's shorter timeout or its own output cap."""
+        _, sandbox = self._require_episode()
         if timeout_s is not None and timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
-        return SandboxLimits(
-            timeout_s=min(timeout_s or s.command_timeout_s, s.command_timeout_s),
-            max_output_bytes=max_output_bytes or s.max_output_bytes,
-            memory_bytes=s.memory_bytes,
-            max_processes=s.max_processes,
-            sandbox_user=_existing_user(s.user),
-            **s.session_bounds(),
-        )
+        limits = sandbox.limits
+        return limits.model_copy(update={
+            "timeout_s": min(timeout_s or limits.timeout_s, limits.timeout_s),
+            "max_output_bytes": max_output_bytes or limits.max_output_bytes,
+        })  # fmt: skip
 
     def _run(
         self,
@@ -540,22 +536,8 @@ def _pick_task(task_id: str | None, difficulty: str | None, seed: int | None) ->
     return pool[random.Random(seed).randrange(len(pool))]
 
 
-def _python_of(sandbox: Sandbox) -> str:
-    """The interpreter the session's launchers (`python`, `python3`, `pytest` in bin/) run: this
-    server's, which the sandbox mounts. With the operator's opt-out as root, the sandbox user may
-    not reach it (a runtime under /root): then the system's `python3` (the agent's `pytest` needs
-    it installed there)."""
-    if sandbox.isolation is Isolation.BWRAP or not sandbox.privileged:
-        return PYTHON
-    return shutil.which("python3", path=SYSTEM_PATH) or PYTHON
-
-
-@cache
-def _existing_user(preferred: str) -> str:
-    """The manifest's sandbox user, or `nobody` where it does not exist (it matters only with the
-    operator's opt-out, where commands run as that user without namespaces)."""
-    try:
-        pwd.getpwnam(preferred)
-    except KeyError:
-        return "nobody"
-    return preferred
+def _network_text(sandbox: Sandbox | None) -> str:
+    """What the agent is told of the network: none, or the manifest's `network.allow` names."""
+    if sandbox is None or not sandbox.network.allow:
+        return "there is no network"
+    return f"the network reaches only {', '.join(sandbox.network.allow)} (through the HTTP(S) proxy set in the environment)"

@@ -4,7 +4,8 @@ One `SandboxHost` per server process holds what every session shares:
 
 - a private base directory (`mkdtemp`, mode 0711) under which every session's sandbox folder
   and every grading sandbox is made;
-- the command limits (from the manifest's `sandbox:` block);
+- the manifest, from which every session's `Sandbox` is made (`Sandbox.from_manifest`: the
+  `sandbox:` block's limits and user, the `network:` block's egress for the agent's phase);
 - the runtime (`runtime/`, mounted read-only in every session's sandbox): `python`, `python3` and
   `pytest` wrappers on `PATH`, and a site directory holding copies of pytest and its dependencies
   (for the agent's own test runs).
@@ -24,7 +25,6 @@ from __future__ import annotations
 import compileall
 import difflib
 import os
-import pwd
 import re
 import shutil
 import stat
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
+from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
-from openenv_sdk.manifest import load_manifest
 from openenv_sdk.sandbox import CommandResult, Mount, Sandbox, SandboxLimits, remove_tree
 
 __all__ = [
@@ -71,20 +71,6 @@ _GIT_ENV = {
 
 class TreeTooLarge(Exception):
     """A directory holds more than the grader will copy."""
-
-
-def sandbox_user_name(preferred: str) -> str | None:
-    """Who commands run as under the opt-out (no isolation) when the server is root:
-    `preferred`, else `nobody`."""
-    if os.geteuid() != 0:
-        return None
-    for name in (preferred, "nobody"):
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return name
-    raise RuntimeError(f"the server runs as root but neither sandbox user {preferred!r} nor 'nobody' exists")
 
 
 def check_relative_path(path: str, what: str) -> str:
@@ -259,8 +245,11 @@ class Runtime:
 class SandboxHost:
     """What every session of one server process shares (see the module docstring)."""
 
-    def __init__(self, settings: SandboxSettings, *, root: str | Path | None = None) -> None:
-        self.settings = settings
+    def __init__(self, manifest: Manifest | SandboxSettings, *, root: str | Path | None = None) -> None:
+        """`manifest`: the environment's manifest (its `sandbox:` and `network:` sections), or a
+        `sandbox:` section alone (sessions then reach no network)."""
+        self.manifest = manifest
+        self.settings = (manifest.sandbox if isinstance(manifest, Manifest) else manifest) or SandboxSettings()
         self.is_root = os.geteuid() == 0
         parent = root if root is not None else os.environ.get(WORKSPACE_ROOT_ENV) or None
         if parent is not None:
@@ -271,14 +260,9 @@ class SandboxHost:
         # at exit; `openenv serve` dies by the SIGTERM uvicorn re-raises, so the next server
         # process also removes what dead ones left (`_remove_stale_bases`)
         self._finalizer = weakref.finalize(self, remove_tree, self.base)
-        self.limits = SandboxLimits(
-            timeout_s=settings.command_timeout_s,
-            max_output_bytes=settings.max_output_bytes,
-            memory_bytes=settings.memory_bytes,
-            max_processes=settings.max_processes,
-            kill_after_output_bytes=max(1024, 64 * settings.max_output_bytes),
-            sandbox_user=sandbox_user_name(settings.user),
-            **settings.session_bounds(),
+        # an output flood is cut sooner than the SDK's default: at 64 times what is kept
+        self.limits = SandboxLimits.from_manifest(self.settings).model_copy(
+            update={"kill_after_output_bytes": max(1024, 64 * self.settings.max_output_bytes)}
         )
         self._lock = threading.Lock()
         self._runtime: Runtime | None = None
@@ -335,7 +319,8 @@ class SandboxHost:
             f"assert '%d.%d' % sys.version_info[:2] == {version!r}"
         )
         chosen = None
-        with Sandbox(limits=self.limits, name="mini_swe-probe", base_dir=self.base, mounts=[Mount(source=directory)]) as probe:
+        probe_sandbox = Sandbox.from_manifest(self.settings, name="mini_swe-probe", base_dir=self.base, mounts=[Mount(source=directory)])
+        with probe_sandbox as probe:
             for candidate in dict.fromkeys(candidates):
                 if probe.run([candidate, "-I", "-S", "-c", check], timeout_s=60.0).exit_code == 0:
                     chosen = candidate
@@ -377,7 +362,7 @@ class SandboxHost:
             IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
         """
         mounts = self.mounts()  # fail here, at reset, if no interpreter fits
-        sandbox = Sandbox(limits=self.limits, name="mini_swe", base_dir=self.base, mounts=mounts)
+        sandbox = Sandbox.from_manifest(self.manifest, name="mini_swe", base_dir=self.base, mounts=mounts)
         try:
             repo, home = sandbox.make_dir("repo"), sandbox.make_dir("home")
             files, _ = read_tree(source)
@@ -522,5 +507,5 @@ def host() -> SandboxHost:
     global _HOST
     with _HOST_LOCK:  # exactly one: another one's finalizer would remove its base directory
         if _HOST is None:
-            _HOST = SandboxHost(load_manifest(HERE).sandbox or SandboxSettings())
+            _HOST = SandboxHost(load_manifest(HERE))
         return _HOST

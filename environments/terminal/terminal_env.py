@@ -36,7 +36,6 @@ from __future__ import annotations
 import difflib
 import functools
 import os
-import pwd
 import random
 import secrets
 import shlex
@@ -54,8 +53,8 @@ from openenv_sdk import Action, Environment, Observation, State, orchestrator, t
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading import program_runs, trusted_git
 from openenv_sdk.grading.program_runs import ProgramRunServer
+from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
-from openenv_sdk.manifest import load_manifest
 from openenv_sdk.sandbox import (
     CommandResult,
     Isolation,
@@ -249,41 +248,23 @@ def task_ids() -> list[str]:
 
 
 @functools.cache
+def manifest() -> Manifest:
+    """This folder's `openenv.yaml`: its `sandbox:` and `network:` sections make every sandbox."""
+    return load_manifest(HERE)
+
+
 def sandbox_settings() -> SandboxSettings:
     """The manifest's `sandbox:` section (its defaults when the section is absent)."""
-    return load_manifest(HERE).sandbox or SandboxSettings()
+    return manifest().sandbox or SandboxSettings()
 
 
-def user_name() -> str:
-    """The name commands run under: the manifest's `sandbox.user` (with the opt-out as root,
-    `nobody` where that user does not exist)."""
-    name = sandbox_settings().user
-    if os.geteuid() == 0 and isolation_mode() is Isolation.NONE:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            return "nobody"
-    return name
-
-
-def _limits() -> SandboxLimits:
-    settings = sandbox_settings()
-    return SandboxLimits(
-        timeout_s=settings.command_timeout_s,
-        max_output_bytes=settings.max_output_bytes,
-        memory_bytes=settings.memory_bytes,
-        max_processes=settings.max_processes,
-        sandbox_user=user_name(),
-        **settings.session_bounds(),
-    )
-
-
-def _new_sandbox(name: str) -> Sandbox:
-    """A sandbox with the manifest's limits, its folder under `WORKDIR_BASE_ENV`'s folder."""
-    base = os.environ.get(WORKDIR_BASE_ENV) or DEFAULT_WORKDIR_BASE
+def _new_sandbox(name: str, *, phase: Literal["agent", "grading"] = "agent") -> Sandbox:
+    """A sandbox as the manifest says (for the agent's phase, or the check's), its folder under
+    `WORKDIR_BASE_ENV`'s folder."""
+    base: str | None = os.environ.get(WORKDIR_BASE_ENV) or DEFAULT_WORKDIR_BASE
     if not os.path.isdir(base) or not os.access(base, os.W_OK | os.X_OK):
         base = None  # the system's temp dir
-    return Sandbox(limits=_limits(), name=name, base_dir=base)
+    return Sandbox.from_manifest(manifest(), phase=phase, name=name, base_dir=base)
 
 
 def _shows_tmp(sandbox: Sandbox) -> bool:
@@ -297,7 +278,7 @@ def _account_files(sandbox: Sandbox, home: Path) -> list[Mount]:
     that look the user up work), mounted over the system's; none where the uid has a name."""
     if sandbox.isolation is not Isolation.BWRAP or not sandbox.privileged:
         return []
-    name = user_name()
+    name = sandbox.user
     etc = sandbox.make_dir("etc", writable=False)
     mounts = []
     for file, line in (
@@ -560,7 +541,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         # Nothing of the agent runs now (each command's processes end with it); made sure of, as
         # the copy must see the workspace as it was left.
         self._sandbox.kill_all()
-        with _new_sandbox("terminal-grade") as grader:
+        with _new_sandbox("terminal-grade", phase="grading") as grader:
             return self._run_checks_in(grader, files, command, timeout_s)
 
     def _run_checks_in(self, grader: Sandbox, files: dict[str, str], command: str, timeout_s: float) -> dict[str, Any]:
@@ -668,7 +649,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         (the agent spec's): the per-process address space in place of the manifest's (node
         reserves GiBs it never touches); the session's cgroup still bounds what is used."""
         self._check_playing()
-        limits = _limits().model_copy(update={"memory_bytes": memory_bytes}) if memory_bytes is not None else None
+        limits = self._sandbox.limits.model_copy(update={"memory_bytes": memory_bytes}) if memory_bytes is not None and self._sandbox else None
         return self._run(
             command,
             stdin=stdin,
@@ -727,7 +708,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         """Run one command in the session's shell (or, `wrapped=False`, plainly in the workspace root)."""
         sandbox = self._sandbox
         assert sandbox is not None
-        name = user_name()
+        name = sandbox.user
         env = {
             "PATH": PATH,
             "HOME": str(sandbox.root / "home"),

@@ -22,6 +22,8 @@ import os
 import shutil
 import subprocess
 
+from ..errors import IsolationUnavailable
+
 __all__ = ["OPT_OUT_ENV", "Isolation", "IsolationUnavailable", "isolation_mode", "isolation_report"]
 
 OPT_OUT_ENV = "OPENENV_UNSAFE_NO_ISOLATION"
@@ -41,10 +43,6 @@ class Isolation(str, enum.Enum):
     """Own uid (as root), user/pid/mount/net/ipc/uts namespaces per command."""
     NONE = "none"
     """Opted out: the server's namespaces; an unprivileged user when root. Not a sandbox."""
-
-
-class IsolationUnavailable(RuntimeError):
-    """Sessions cannot be isolated here; the message says what is missing and how to fix it."""
 
 
 def opted_out() -> bool:

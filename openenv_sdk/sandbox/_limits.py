@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from ..manifest import Sandbox as ManifestSandbox
 
 __all__ = ["CommandResult", "SandboxLimits"]
 
@@ -57,6 +62,22 @@ class SandboxLimits(BaseModel):
         default="nobody",
         description="Without isolation (`run_command`, or the opt-out): the user to run as when the server is root.",
     )
+
+    @classmethod
+    def from_manifest(cls, section: ManifestSandbox) -> SandboxLimits:
+        """The limits a manifest's `sandbox:` section gives: its command limits, its session
+        bounds (`session_bounds()`), and its `user` (`nobody` where that user does not exist here,
+        which matters only without isolation)."""
+        from ._run import existing_user
+
+        return cls(
+            timeout_s=section.command_timeout_s,
+            max_output_bytes=section.max_output_bytes,
+            memory_bytes=section.memory_bytes,
+            max_processes=section.max_processes,
+            sandbox_user=existing_user(section.user),
+            **section.session_bounds(),
+        )
 
 
 class CommandResult(BaseModel):

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -47,12 +47,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._allowlist import parse_allow
+from ..errors import SandboxError
+from ._allowlist import is_ip_literal, parse_allow
 
 if TYPE_CHECKING:
     from ..manifest import Network as ManifestNetwork
 
-__all__ = ["Egress", "EgressPlan", "Endpoint", "current_launch_egress", "egress_plan", "launch_egress", "relay_url"]
+__all__ = [
+    "EGRESS_PINS_ENV", "Egress", "EgressPlan", "Endpoint", "current_launch_egress", "egress_plan", "launch_egress",
+    "operator_pins", "relay_url",
+]  # fmt: skip
 
 PROXY_PORT = 3128
 """Where the allowlist proxy is inside the sandbox (`127.0.0.1:3128`, or the next port an endpoint left free)."""
@@ -126,9 +130,42 @@ class Egress(BaseModel):
     @classmethod
     def from_manifest(cls, section: ManifestNetwork, *, phase: Literal["agent", "grading"]) -> Egress:
         """The egress a manifest's `network` section gives a phase: `agent` (tool commands and
-        agent programs) its `allow`, `grading` its `grading_allow`."""
+        agent programs) its `allow`, `grading` its `grading_allow`; with the operator's pins
+        (`EGRESS_PINS_ENV`) for the names on that list.
+
+        Raises:
+            ValueError: `EGRESS_PINS_ENV` is set but not a JSON object of names to addresses.
+        """
         hosts = section.allow if phase == "agent" else section.grading_allow
-        return cls(allow=tuple(hosts))
+        return cls(allow=tuple(hosts), pins=operator_pins(EGRESS_PINS_ENV, hosts))
+
+
+EGRESS_PINS_ENV = "OPENENV_EGRESS_PINS"
+"""The operator's pins for manifest egress: JSON `{"pypi.org": "10.0.0.5", ...}` in the server's
+environment, for a mirror (or a network that routes a listed name through an internal address):
+the proxy uses a pinned address as given instead of refusing a name that resolves to an internal
+one. Only names on the phase's list count; the agent never sets the server's environment."""
+
+
+def operator_pins(variable: str, allow: Iterable[str]) -> dict[str, str]:
+    """The pins in environment variable `variable` for the names in `allow` (lower-cased).
+
+    Raises:
+        ValueError: the variable is not a JSON object of host names to IP addresses.
+    """
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return {}
+    try:
+        pins = json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"${variable} is not JSON: {e}") from None
+    if not isinstance(pins, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and is_ip_literal(v) for k, v in pins.items()
+    ):
+        raise ValueError(f"${variable} must be a JSON object of host names to IP addresses")
+    names = {entry.rsplit(":", 1)[0].lower() for entry in allow}
+    return {name.lower(): address for name, address in pins.items() if name.lower() in names}
 
 
 def inside_port(port: int) -> int:
@@ -307,7 +344,7 @@ def _start_proxy(allow: tuple[str, ...], pins: Mapping[str, str]) -> _Proxy:
         if process.poll() is not None or time.monotonic() > deadline:
             _stop_proxy(proxy)
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise RuntimeError(f"the egress proxy did not start within {PROXY_START_TIMEOUT_S} s: {tail}")
+            raise SandboxError(f"the egress proxy did not start within {PROXY_START_TIMEOUT_S} s: {tail}")
         time.sleep(0.02)
     os.chmod(proxy.socket_path, 0o666)
     return proxy

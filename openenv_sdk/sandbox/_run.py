@@ -40,6 +40,16 @@ def _user_ids(name: str | None) -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
+def existing_user(preferred: str) -> str:
+    """The user unisolated commands run as when the server is root: `preferred` where it exists
+    on this host, else `nobody` (never root: `UnisolatedSandbox` and `run_command` refuse it)."""
+    try:
+        pwd.getpwnam(preferred)
+    except KeyError:
+        return "nobody"
+    return preferred
+
+
 def count_processes(uid: int) -> int:
     """Threads run by `uid` (what RLIMIT_NPROC counts)."""
     count = 0

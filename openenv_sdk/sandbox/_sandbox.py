@@ -23,6 +23,11 @@ denies ptrace and its relatives (`_seccomp.py`).
 `close()` kills whatever is left of the uid, removes the folder and returns the uid.
 With the opt-out (`Isolation.NONE`) commands run through `run_command`: same limits, no
 namespaces; `/health` and `openenv validate` say so.
+
+One class per mode behind the one contract `Sandbox` (an ABC): `BubblewrapSandbox` and
+`UnisolatedSandbox`; `Sandbox(...)` makes the one in force. Environments build theirs with
+`Sandbox.from_manifest(manifest)`: the limits, the user, the isolation mode and the phase's
+egress all come from the manifest, converted here once.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import errno
 import fcntl
 import os
 import shlex
+import shutil
 import signal
 import site
 import stat
@@ -42,11 +48,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import tracing
+from ..errors import SandboxError
 from ._cgroup import Counters, SessionCgroup, cgroup_support, remove_stale_cgroup
 from ._fs import remove_tree
 from ._isolation import Isolation, isolation_mode
@@ -65,7 +72,11 @@ from ._run import (
 from ._seccomp import program_fd, program_path
 from ._workspace import mount_tmpfs, tmpfs_support, unmount
 
-__all__ = ["Mount", "Sandbox"]
+if TYPE_CHECKING:
+    from ..manifest import Manifest
+    from ..manifest import Sandbox as ManifestSandbox
+
+__all__ = ["BubblewrapSandbox", "Mount", "Sandbox", "UnisolatedSandbox"]
 
 UID_BASE_ENV = "OPENENV_SANDBOX_UID_BASE"
 UID_COUNT_ENV = "OPENENV_SANDBOX_UID_COUNT"
@@ -74,6 +85,9 @@ DEFAULT_UID_COUNT = 2000
 LEASE_DIR = Path("/run/openenv-sandbox")
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 NOBODY = 65534
+PYTHON = os.path.abspath(sys.executable)
+"""This server's interpreter, which bubblewrap shows every command at the same path."""
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 class Mount(BaseModel):
@@ -223,7 +237,7 @@ class _UidLease:
                 _held.add(uid)
             self.uid, self._fd = uid, fd
             return
-        raise RuntimeError(
+        raise SandboxError(
             f"all {count} sandbox uids from {base} are in use; raise {UID_COUNT_ENV} or close sessions"
         )
 
@@ -396,7 +410,24 @@ def _mib(size: int | None) -> str:
 
 
 class Sandbox:
-    """One session's sandbox (see the module's docstring)."""
+    """One session's sandbox (see the module's docstring), the contract of every isolation mode.
+
+    `Sandbox(...)` makes the class of the mode in force (`isolation`, default `isolation_mode()`):
+    `BubblewrapSandbox`, or `UnisolatedSandbox` under the operator's opt-out. Environments build
+    theirs with `Sandbox.from_manifest`, which reads every setting from the manifest. A mode
+    implements the four hooks below that raise `NotImplementedError` here (`_take_user`,
+    `_bound`, `_execute`, `_start`); the base is not an `abc.ABC` only because `Sandbox(...)`
+    itself stays the way to make one.
+    """
+
+    isolation: ClassVar[Isolation]
+    """The mode this class implements."""
+
+    def __new__(cls, *args: Any, isolation: Isolation | None = None, **kwargs: Any) -> Sandbox:
+        if cls is Sandbox:
+            mode = isolation or isolation_mode()
+            cls = BubblewrapSandbox if mode is Isolation.BWRAP else UnisolatedSandbox
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -407,8 +438,9 @@ class Sandbox:
         mounts: Sequence[Mount] = (),
         isolation: Isolation | None = None,
         network: Egress | None = None,
+        user: str | None = None,
     ) -> None:
-        """Lease a uid and make the session's folder (with `work/`, the default working directory).
+        """Take the session's uid and make its folder (with `work/`, the default working directory).
 
         Args:
             limits: the default limits of each command.
@@ -416,14 +448,19 @@ class Sandbox:
             base_dir: where the folder is made (default: the system temp dir).
             mounts: host paths every command sees (read-only unless `writable`).
             isolation: default: bubblewrap, or the opt-out when the operator set it.
-            network: what every command may reach (default nothing): give a session's sandbox
-                `Egress.from_manifest(manifest.network, phase="agent")`, a grader's `phase="grading"`.
+            network: what every command may reach (default nothing); `from_manifest` gives the
+                manifest's egress for the phase.
+            user: the name the session's uid goes by (default: `limits.sandbox_user`, else `nobody`).
 
         Raises:
             IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
+            SandboxError: the session cannot get a user of its own (no uid free; the opt-out's
+                user missing or root).
         """
-        self.isolation = isolation or isolation_mode()
+        if isolation is not None and isolation is not self.isolation:
+            raise ValueError(f"{type(self).__name__} runs {self.isolation.value}, not {isolation.value}")
         self.limits = limits or SandboxLimits()
+        self.user = user or self.limits.sandbox_user or "nobody"
         self.mounts = list(mounts)
         self.network = network or Egress()
         self._as_root = os.geteuid() == 0
@@ -434,19 +471,7 @@ class Sandbox:
         """The session's cgroup (memory and process bounds); None where cgroups cannot be had."""
         self.workspace_bounded = False
         """Whether the session's folder is a bounded tmpfs."""
-        if self.isolation is Isolation.BWRAP and self._as_root:
-            sweep_stale_leases()
-            self._lease = _UidLease()
-            self.uid = self.gid = self._lease.uid
-            kill_uid(self.uid)  # a crashed server's leftovers: its processes, then its folder and cgroups
-            remove_leftover(self._lease.previous())
-        elif self.isolation is Isolation.NONE and self._as_root:
-            ids = _user_ids(self.limits.sandbox_user)
-            if ids is None or ids[0] == 0:
-                raise RuntimeError(f"the opt-out runs commands as {self.limits.sandbox_user!r}, which must not be root")
-            self.uid, self.gid = ids
-        else:
-            self.uid, self.gid = os.getuid(), os.getgid()
+        self.uid, self.gid = self._take_user()
         try:
             base = Path(base_dir) if base_dir is not None else Path(tempfile.gettempdir())
             base.mkdir(parents=True, exist_ok=True)
@@ -460,21 +485,47 @@ class Sandbox:
             self._teardown()
             raise
 
+    @classmethod
+    def from_manifest(
+        cls,
+        manifest: Manifest | ManifestSandbox | None,
+        *,
+        phase: Literal["agent", "grading"] = "agent",
+        name: str = "session",
+        base_dir: str | Path | None = None,
+        mounts: Sequence[Mount] = (),
+        isolation: Isolation | None = None,
+    ) -> Sandbox:
+        """The sandbox an environment's manifest describes: its `sandbox:` section's limits
+        (`SandboxLimits.from_manifest`, the session bounds included) and user, the isolation in
+        force here, and its `network:` section's egress for `phase` (`Egress.from_manifest`:
+        `allow` for the agent's phase, `grading_allow` for a grader's sandbox, with the
+        operator's `OPENENV_EGRESS_PINS`). Given the `sandbox:` section alone, or None, the
+        sandbox reaches nothing.
+
+        Raises:
+            IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
+            SandboxError: as for `Sandbox(...)`.
+        """
+        from ..manifest import Manifest
+        from ..manifest import Sandbox as ManifestSandbox
+
+        if isinstance(manifest, Manifest):
+            section, network = manifest.sandbox or ManifestSandbox(), Egress.from_manifest(manifest.network, phase=phase)
+        else:
+            section, network = manifest or ManifestSandbox(), Egress()
+        return cls(
+            limits=SandboxLimits.from_manifest(section), name=name, base_dir=base_dir, mounts=mounts,
+            isolation=isolation, network=network, user=section.user,
+        )  # fmt: skip
+
+    def _take_user(self) -> tuple[int, int]:
+        """The uid and gid the session's commands run as (taking a lease when the mode needs one)."""
+        raise NotImplementedError
+
     def _bound(self) -> None:
-        """The session-wide kernel bounds, where this host gives them (`isolation_report()` says
-        which it does not): the folder becomes a bounded tmpfs, and a cgroup is made."""
-        limits = self.limits
-        if tmpfs_support() is None and (limits.workspace_bytes is not None or limits.workspace_inodes is not None):
-            mount_tmpfs(self.root, size_bytes=limits.workspace_bytes, inodes=limits.workspace_inodes, mode=0o711)
-            self.workspace_bounded = True
-        if cgroup_support().parents and (
-            limits.session_memory_bytes is not None or limits.session_max_processes is not None
-        ):
-            self.cgroup = SessionCgroup(
-                str(self.uid), memory_bytes=limits.session_memory_bytes, max_processes=limits.session_max_processes
-            )
-            assert self._lease is not None
-            self._lease.record(self.root, self.cgroup.paths)
+        """The session-wide kernel bounds, where the mode and this host give them (its uid leased)."""
+        raise NotImplementedError
 
     # --- folders ------------------------------------------------------------------------------
 
@@ -505,6 +556,12 @@ class Sandbox:
 
             chown_tree(path, self.uid, self.gid)
 
+    def python(self) -> str:
+        """An interpreter the session's commands can run: this server's (bubblewrap shows its
+        runtime to every command), or where the sandbox user cannot reach it (the opt-out, as
+        root, with a private runtime) the system's `python3`."""
+        return PYTHON
+
     # --- commands ---------------------------------------------------------------------------
 
     def wrap(
@@ -517,54 +574,10 @@ class Sandbox:
         seccomp_fd: int | None = None,
         block_fd: int | None = None,
     ) -> list[str]:
-        """The command line that runs `argv` in this sandbox, from any process: a short shell joins
-        the session's cgroup and hands bubblewrap the seccomp filter (`launcher`). With
-        `seccomp_fd` (a descriptor the caller passes to the child, which also joins the cgroup
-        itself), bubblewrap alone; with `block_fd`, bubblewrap waits for a byte on it before it
-        runs `argv` (`--block-fd`: see `_Admission`)."""
-        args = base_argv(network=network, cwd=str(cwd))
-        # /tmp is the sandbox's own tmpfs: folders made in it are not the host's, so they get 0755
-        # too (else a session folder under the host's /tmp is reachable only by its relative cwd)
-        covered = ["/proc", "/dev", *SYSTEM_DIRS, *_runtime_dirs()]
-        binds: list[str] = [*_parent_dirs(str(self.root), covered), "--bind", str(self.root), str(self.root)]
-        covered.append(str(self.root))
-        sources = {str(self.root): str(self.root)}
-        for mount in [*self.mounts, *mounts]:
-            target = str(mount.target or mount.source)
-            flag = "--bind" if mount.writable else "--ro-bind"
-            binds += [*_parent_dirs(target, covered, sources), flag, str(mount.source), target]
-            covered.append(target)
-            sources[target] = str(mount.source)
-        chdir = args.index("--chdir")
-        drop = drop_to(self.uid, self.gid) if self.privileged else []
-        filter_fd = LAUNCH_FD if seccomp_fd is None else seccomp_fd
-        block = ["--block-fd", str(block_fd)] if block_fd is not None else []
-        bwrap = [*args[:chdir], *binds, *block, "--seccomp", str(filter_fd), *args[chdir:]]
-        if seccomp_fd is None:
-            bwrap = launcher(bwrap, cgroup_procs=self._cgroup_procs())
-        return [*bwrap, "--", *drop, *argv]
-
-    def _cgroup_procs(self) -> list[str]:
-        return self.cgroup.join_files if self.cgroup is not None else []
-
-    def _preexec(self, limits: SandboxLimits) -> tuple[Callable[[], None], int | None]:
-        cgroup = self.cgroup if self.isolation is Isolation.BWRAP else None
-        if cgroup is not None:
-            join = cgroup.join
-
-            def join_and_limit() -> None:
-                join()  # before exec: bubblewrap and all it starts count in the session's cgroup
-                apply_limits(limits, None, limits.max_processes, None)
-
-            return join_and_limit, None
-        if self.isolation is Isolation.BWRAP and self.privileged:
-            # bubblewrap starts as root; RLIMIT_NPROC binds the session's uid once setpriv drops to it
-            return (lambda: apply_limits(limits, None, limits.max_processes, None)), None
-        nproc = None
-        if limits.max_processes is not None:
-            # without a uid of its own, the limit is above what this user already runs
-            nproc = count_processes(self.uid) + limits.max_processes + 8
-        return (lambda: apply_limits(limits, None, nproc, None)), nproc
+        """The command line that runs `argv` in this sandbox from any process (as the session's
+        user; the caller applies the limits). `cwd`, `mounts`, `network`, `seccomp_fd` and
+        `block_fd` are for modes with namespaces."""
+        return [*(drop_to(self.uid, self.gid) if self.privileged else []), *argv]
 
     def run(
         self,
@@ -596,35 +609,26 @@ class Sandbox:
                 `Egress`, exactly that. Never the host's network itself (except under the
                 opt-out, which has no namespaces).
             limits: replaces the sandbox's limits for this command.
+
+        Raises:
+            SandboxError: the sandbox is closed, or its egress proxy could not start.
         """
         options: dict[str, Any] = dict(
             cwd=cwd, env=env, stdin=stdin, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
             mounts=mounts, network=network, limits=limits,
         )  # fmt: skip
-        egress = self._egress(network)
-        if self.isolation is Isolation.BWRAP and not egress.empty:
-            return self._run_with_egress(command, egress, options)
-        if tracing.enabled():
-            return self._run_traced(command, options)
-        return self._run(command, **options)
+        return self._dispatch(command, self._egress(network), options)
 
     def _egress(self, network: bool | Egress) -> Egress:
         if isinstance(network, Egress):
             return network
         return self.network.merged(current_launch_egress()) if network else self.network
 
-    def _run_with_egress(self, command: str | Sequence[str], egress: Egress, options: dict[str, Any]) -> CommandResult:
-        """`run` with `egress` relayed into the command's network namespace while it runs."""
-        self._check_open()
-        with egress_plan(egress) as plan:
-            argv = ["/bin/bash", "-c", command] if isinstance(command, str) else list(command)
-            cwd = Path(options["cwd"]) if options["cwd"] is not None else self.workspace
-            env = options["env"] if options["env"] is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
-            binds = [Mount(source=source, target=Path(target)) for source, target in plan.binds]
-            options = {**options, "env": {**env, **plan.env}, "mounts": [*options["mounts"], *binds], "network": False}
-            if tracing.enabled():
-                return self._run_traced([*plan.prefix, *argv], options)
-            return self._run([*plan.prefix, *argv], **options)
+    def _dispatch(self, command: str | Sequence[str], egress: Egress, options: dict[str, Any]) -> CommandResult:
+        """Run with `egress` (modes without namespaces cannot hold a command to it: they ignore it)."""
+        if tracing.enabled():
+            return self._run_traced(command, options)
+        return self._run(command, **options)
 
     def _run_traced(self, command: str | Sequence[str], options: dict[str, Any]) -> CommandResult:
         """`_run` in a span `openenv.sandbox.run` (the program's name, exit code, timeout, duration)."""
@@ -650,7 +654,7 @@ class Sandbox:
         timeout_s: float | None,
         max_output_bytes: int | None,
         mounts: Sequence[Mount],
-        network: bool,
+        network: bool | Egress,
         limits: SandboxLimits | None,
     ) -> CommandResult:
         self._check_open()
@@ -662,68 +666,23 @@ class Sandbox:
             update["max_output_bytes"] = max_output_bytes
         if update:
             limits = limits.model_copy(update=update)
-        cwd = Path(cwd) if cwd is not None else self.workspace
+        folder = Path(cwd) if cwd is not None else self.workspace
         argv = ["/bin/bash", "-c", command] if isinstance(command, str) else list(command)
-        environment = dict(env) if env is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
-        if self.isolation is Isolation.NONE:
-            user = limits.sandbox_user if self._as_root else None
-            text = stdin.decode() if isinstance(stdin, bytes) else stdin
-            return run_command(argv, cwd=cwd, limits=limits.model_copy(update={"sandbox_user": user}), env=environment, stdin=text)
-        if not cwd.is_dir():
-            return CommandResult(
-                stdout="", stderr=f"working directory {cwd} does not exist (was it deleted?)", exit_code=126, duration_s=0.0
-            )
-        before = self.cgroup.begin_command() if self.cgroup is not None else None
-        seccomp_fd = program_fd()
-        gate = _Admission(self.cgroup, limits) if self.cgroup is not None and not self.cgroup.joins_fast else None
-        try:
-            result = run_process(
-                self.wrap(
-                    argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd,
-                    block_fd=gate.read_end if gate else None,
-                ),
-                limits=limits,
-                env=environment,
-                preexec=None if gate else self._preexec(limits)[0],
-                stdin=stdin,
-                cwd="/",
-                pass_fds=(seccomp_fd, gate.read_end) if gate else (seccomp_fd,),
-                admit=gate.admit if gate else None,
-            )  # fmt: skip
-        finally:
-            os.close(seccomp_fd)
-            if gate is not None:
-                gate.close()
-        return self._with_bounds_hit(result, before)
+        environment = dict(env) if env is not None else {"PATH": DEFAULT_PATH, "HOME": str(folder), "LANG": "C.UTF-8"}
+        return self._execute(argv, cwd=folder, env=environment, stdin=stdin, limits=limits, mounts=mounts)
 
-    def _with_bounds_hit(self, result: CommandResult, before: Counters | None) -> CommandResult:
-        """Say in the result (a flag, and a line in stderr) when the session's cgroup bounds were hit
-        while the command ran (by it, or by another command of the session running meanwhile)."""
-        if self.cgroup is None or before is None:
-            return result
-        after = self.cgroup.counters()
-        killed = result.exit_code in (137, -signal.SIGKILL) and not result.timed_out
-        if after.oom_kills == before.oom_kills and killed:
-            # the kernel counts an OOM kill just after it sends the SIGKILL: a killed command may
-            # be reaped before the count moves
-            deadline = time.monotonic() + 0.2
-            while after.oom_kills == before.oom_kills and time.monotonic() < deadline:
-                time.sleep(0.005)
-                after = self.cgroup.counters()
-        oom = after.oom_kills - before.oom_kills
-        notes = []
-        # a SIGKILL while the memory use stood at its limit is the OOM killer's too, even where the
-        # kernel did not count it as such (seen under cgroup v1 in a container)
-        if oom > 0 or (killed and after.memory_limit_reached > before.memory_limit_reached):
-            result.memory_limit_hit = True
-            count = f"; {oom} process(es) killed" if oom > 0 else ""
-            notes.append(f"[killed: the session's memory limit ({_mib(self.cgroup.memory_bytes)}) was reached{count}]")
-        if after.forks_refused > before.forks_refused:
-            result.process_limit_hit = True
-            notes.append(f"[the session's process limit ({self.cgroup.max_processes} processes) was reached: a fork failed]")
-        if notes:
-            result.stderr = "\n".join([result.stderr.rstrip("\n"), *notes]).lstrip("\n")
-        return result
+    def _execute(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        stdin: str | bytes | None,
+        limits: SandboxLimits,
+        mounts: Sequence[Mount],
+    ) -> CommandResult:
+        """Run `argv` to its end under `limits` as this mode isolates it."""
+        raise NotImplementedError
 
     def popen(
         self,
@@ -737,47 +696,26 @@ class Sandbox:
     ) -> subprocess.Popen[bytes]:
         """Start a long-lived process in the sandbox with stdin/stdout pipes (e.g. a worker that
         answers a grader). Killing it (`proc.kill()`) ends its whole pid namespace; `close()` ends
-        it too. The caller bounds its waits. It has no network (`network` must stay False)."""
+        it too. The caller bounds its waits. It has no network (`network` must stay False).
+
+        Raises:
+            SandboxError: the sandbox is closed.
+        """
         self._check_open()
         if network:
             raise ValueError("a long-lived sandboxed process has no network; run the command with Sandbox.run(network=...)")
-        cwd = Path(cwd) if cwd is not None else self.workspace
-        environment = dict(env) if env is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
-        preexec, _ = self._preexec(self.limits)
-        if self.isolation is Isolation.NONE:
-            ids = (self.uid, self.gid) if self.privileged else None
-            full = list(argv)
-            proc = subprocess.Popen(
-                full, cwd=str(cwd), env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                preexec_fn=lambda: apply_limits(self.limits, ids, None, None), close_fds=True,
-            )  # fmt: skip
-        else:
-            seccomp_fd = program_fd()
-            gate = _Admission(self.cgroup, self.limits) if self.cgroup is not None and not self.cgroup.joins_fast else None
-            try:
-                proc = subprocess.Popen(
-                    self.wrap(
-                        argv, cwd=cwd, mounts=mounts, network=network, seccomp_fd=seccomp_fd,
-                        block_fd=gate.read_end if gate else None,
-                    ),
-                    cwd="/", env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                    preexec_fn=None if gate else preexec, start_new_session=gate is not None, close_fds=True,
-                    pass_fds=(seccomp_fd, gate.read_end) if gate else (seccomp_fd,),
-                )  # fmt: skip
-                if gate is not None:
-                    try:
-                        gate.admit(proc)
-                    except Exception:
-                        kill_session(proc.pid)
-                        proc.wait(timeout=10)
-                        raise
-            finally:
-                os.close(seccomp_fd)
-                if gate is not None:
-                    gate.close()
+        folder = Path(cwd) if cwd is not None else self.workspace
+        environment = dict(env) if env is not None else {"PATH": DEFAULT_PATH, "HOME": str(folder), "LANG": "C.UTF-8"}
+        proc = self._start(list(argv), cwd=folder, env=environment, mounts=mounts, stderr=stderr)
         self._procs = {p for p in self._procs if p.poll() is None}
         self._procs.add(proc)
         return proc
+
+    def _start(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], mounts: Sequence[Mount], stderr: int | None
+    ) -> subprocess.Popen[bytes]:
+        """Start `argv` with stdin/stdout pipes, as this mode isolates it."""
+        raise NotImplementedError
 
     # --- the end ----------------------------------------------------------------------------
 
@@ -832,7 +770,7 @@ class Sandbox:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("this sandbox is closed")
+            raise SandboxError("this sandbox is closed")
 
     def __enter__(self) -> Sandbox:
         return self
@@ -844,3 +782,253 @@ class Sandbox:
         with contextlib.suppress(Exception):
             if not self._closed and hasattr(self, "root"):
                 self.close()
+
+
+class BubblewrapSandbox(Sandbox):
+    """Every command in fresh namespaces under bubblewrap, as a leased uid of its own when the
+    server is root, in the session's cgroup and bounded tmpfs where the host gives them."""
+
+    isolation = Isolation.BWRAP
+
+    def _take_user(self) -> tuple[int, int]:
+        if not self._as_root:
+            return os.getuid(), os.getgid()
+        sweep_stale_leases()
+        self._lease = _UidLease()
+        uid = self._lease.uid
+        kill_uid(uid)  # a crashed server's leftovers: its processes, then its folder and cgroups
+        remove_leftover(self._lease.previous())
+        return uid, uid
+
+    def _bound(self) -> None:
+        """The session-wide kernel bounds, where this host gives them (`isolation_report()` says
+        which it does not): the folder becomes a bounded tmpfs, and a cgroup is made."""
+        limits = self.limits
+        if tmpfs_support() is None and (limits.workspace_bytes is not None or limits.workspace_inodes is not None):
+            mount_tmpfs(self.root, size_bytes=limits.workspace_bytes, inodes=limits.workspace_inodes, mode=0o711)
+            self.workspace_bounded = True
+        if cgroup_support().parents and (
+            limits.session_memory_bytes is not None or limits.session_max_processes is not None
+        ):
+            self.cgroup = SessionCgroup(
+                str(self.uid), memory_bytes=limits.session_memory_bytes, max_processes=limits.session_max_processes
+            )
+            if self._lease is not None:
+                self._lease.record(self.root, self.cgroup.paths)
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        mounts: Sequence[Mount] = (),
+        network: bool = False,
+        seccomp_fd: int | None = None,
+        block_fd: int | None = None,
+    ) -> list[str]:
+        """The command line that runs `argv` in this sandbox, from any process: a short shell joins
+        the session's cgroup and hands bubblewrap the seccomp filter (`launcher`). With
+        `seccomp_fd` (a descriptor the caller passes to the child, which also joins the cgroup
+        itself), bubblewrap alone; with `block_fd`, bubblewrap waits for a byte on it before it
+        runs `argv` (`--block-fd`: see `_Admission`)."""
+        args = base_argv(network=network, cwd=str(cwd))
+        # /tmp is the sandbox's own tmpfs: folders made in it are not the host's, so they get 0755
+        # too (else a session folder under the host's /tmp is reachable only by its relative cwd)
+        covered = ["/proc", "/dev", *SYSTEM_DIRS, *_runtime_dirs()]
+        binds: list[str] = [*_parent_dirs(str(self.root), covered), "--bind", str(self.root), str(self.root)]
+        covered.append(str(self.root))
+        sources = {str(self.root): str(self.root)}
+        for mount in [*self.mounts, *mounts]:
+            target = str(mount.target or mount.source)
+            flag = "--bind" if mount.writable else "--ro-bind"
+            binds += [*_parent_dirs(target, covered, sources), flag, str(mount.source), target]
+            covered.append(target)
+            sources[target] = str(mount.source)
+        chdir = args.index("--chdir")
+        drop = drop_to(self.uid, self.gid) if self.privileged else []
+        filter_fd = LAUNCH_FD if seccomp_fd is None else seccomp_fd
+        block = ["--block-fd", str(block_fd)] if block_fd is not None else []
+        bwrap = [*args[:chdir], *binds, *block, "--seccomp", str(filter_fd), *args[chdir:]]
+        if seccomp_fd is None:
+            bwrap = launcher(bwrap, cgroup_procs=self._cgroup_procs())
+        return [*bwrap, "--", *drop, *argv]
+
+    def _cgroup_procs(self) -> list[str]:
+        return self.cgroup.join_files if self.cgroup is not None else []
+
+    def _preexec(self, limits: SandboxLimits) -> Callable[[], None]:
+        cgroup = self.cgroup
+        if cgroup is not None:
+            join = cgroup.join
+
+            def join_and_limit() -> None:
+                join()  # before exec: bubblewrap and all it starts count in the session's cgroup
+                apply_limits(limits, None, limits.max_processes, None)
+
+            return join_and_limit
+        if self.privileged:
+            # bubblewrap starts as root; RLIMIT_NPROC binds the session's uid once setpriv drops to it
+            return lambda: apply_limits(limits, None, limits.max_processes, None)
+        nproc = None
+        if limits.max_processes is not None:
+            # without a uid of its own, the limit is above what this user already runs
+            nproc = count_processes(self.uid) + limits.max_processes + 8
+        return lambda: apply_limits(limits, None, nproc, None)
+
+    def _dispatch(self, command: str | Sequence[str], egress: Egress, options: dict[str, Any]) -> CommandResult:
+        if egress.empty:
+            return super()._dispatch(command, egress, options)
+        return self._run_with_egress(command, egress, options)
+
+    def _run_with_egress(self, command: str | Sequence[str], egress: Egress, options: dict[str, Any]) -> CommandResult:
+        """`run` with `egress` relayed into the command's network namespace while it runs."""
+        self._check_open()
+        with egress_plan(egress) as plan:
+            argv = ["/bin/bash", "-c", command] if isinstance(command, str) else list(command)
+            cwd = Path(options["cwd"]) if options["cwd"] is not None else self.workspace
+            env = options["env"] if options["env"] is not None else {"PATH": DEFAULT_PATH, "HOME": str(cwd), "LANG": "C.UTF-8"}
+            binds = [Mount(source=source, target=Path(target)) for source, target in plan.binds]
+            options = {**options, "env": {**env, **plan.env}, "mounts": [*options["mounts"], *binds], "network": False}
+            if tracing.enabled():
+                return self._run_traced([*plan.prefix, *argv], options)
+            return self._run([*plan.prefix, *argv], **options)
+
+    def _execute(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        stdin: str | bytes | None,
+        limits: SandboxLimits,
+        mounts: Sequence[Mount],
+    ) -> CommandResult:
+        if not cwd.is_dir():
+            return CommandResult(
+                stdout="", stderr=f"working directory {cwd} does not exist (was it deleted?)", exit_code=126, duration_s=0.0
+            )
+        before = self.cgroup.begin_command() if self.cgroup is not None else None
+        seccomp_fd = program_fd()
+        gate = _Admission(self.cgroup, limits) if self.cgroup is not None and not self.cgroup.joins_fast else None
+        try:
+            result = run_process(
+                self.wrap(argv, cwd=cwd, mounts=mounts, seccomp_fd=seccomp_fd, block_fd=gate.read_end if gate else None),
+                limits=limits,
+                env=env,
+                preexec=None if gate else self._preexec(limits),
+                stdin=stdin,
+                cwd="/",
+                pass_fds=(seccomp_fd, gate.read_end) if gate else (seccomp_fd,),
+                admit=gate.admit if gate else None,
+            )
+        finally:
+            os.close(seccomp_fd)
+            if gate is not None:
+                gate.close()
+        return self._with_bounds_hit(result, before)
+
+    def _with_bounds_hit(self, result: CommandResult, before: Counters | None) -> CommandResult:
+        """Say in the result (a flag, and a line in stderr) when the session's cgroup bounds were hit
+        while the command ran (by it, or by another command of the session running meanwhile)."""
+        if self.cgroup is None or before is None:
+            return result
+        after = self.cgroup.counters()
+        killed = result.exit_code in (137, -signal.SIGKILL) and not result.timed_out
+        if after.oom_kills == before.oom_kills and killed:
+            # the kernel counts an OOM kill just after it sends the SIGKILL: a killed command may
+            # be reaped before the count moves
+            deadline = time.monotonic() + 0.2
+            while after.oom_kills == before.oom_kills and time.monotonic() < deadline:
+                time.sleep(0.005)
+                after = self.cgroup.counters()
+        oom = after.oom_kills - before.oom_kills
+        notes = []
+        # a SIGKILL while the memory use stood at its limit is the OOM killer's too, even where the
+        # kernel did not count it as such (seen under cgroup v1 in a container)
+        if oom > 0 or (killed and after.memory_limit_reached > before.memory_limit_reached):
+            result.memory_limit_hit = True
+            count = f"; {oom} process(es) killed" if oom > 0 else ""
+            notes.append(f"[killed: the session's memory limit ({_mib(self.cgroup.memory_bytes)}) was reached{count}]")
+        if after.forks_refused > before.forks_refused:
+            result.process_limit_hit = True
+            notes.append(f"[the session's process limit ({self.cgroup.max_processes} processes) was reached: a fork failed]")
+        if notes:
+            result.stderr = "\n".join([result.stderr.rstrip("\n"), *notes]).lstrip("\n")
+        return result
+
+    def _start(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], mounts: Sequence[Mount], stderr: int | None
+    ) -> subprocess.Popen[bytes]:
+        seccomp_fd = program_fd()
+        gate = _Admission(self.cgroup, self.limits) if self.cgroup is not None and not self.cgroup.joins_fast else None
+        try:
+            proc = subprocess.Popen(
+                self.wrap(argv, cwd=cwd, mounts=mounts, seccomp_fd=seccomp_fd, block_fd=gate.read_end if gate else None),
+                cwd="/", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                preexec_fn=None if gate else self._preexec(self.limits), start_new_session=gate is not None,
+                close_fds=True, pass_fds=(seccomp_fd, gate.read_end) if gate else (seccomp_fd,),
+            )  # fmt: skip
+            if gate is not None:
+                try:
+                    gate.admit(proc)
+                except Exception:
+                    kill_session(proc.pid)
+                    proc.wait(timeout=10)
+                    raise
+        finally:
+            os.close(seccomp_fd)
+            if gate is not None:
+                gate.close()
+        return proc
+
+
+class UnisolatedSandbox(Sandbox):
+    """The operator's opt-out (`OPT_OUT_ENV`): commands run through `run_command`, same limits, no
+    namespaces, no egress control; as root, as the manifest's user (it must exist and not be
+    root). Not a sandbox: `/health` and `openenv validate` say so."""
+
+    isolation = Isolation.NONE
+
+    def _take_user(self) -> tuple[int, int]:
+        if not self._as_root:
+            return os.getuid(), os.getgid()
+        try:
+            ids = _user_ids(self.limits.sandbox_user)
+        except KeyError:
+            raise SandboxError(f"the opt-out runs commands as {self.limits.sandbox_user!r}, which does not exist here") from None
+        if ids is None or ids[0] == 0:
+            raise SandboxError(f"the opt-out runs commands as {self.limits.sandbox_user!r}, which must not be root")
+        self.user = str(self.limits.sandbox_user)  # the user it runs as is the name it goes by
+        return ids
+
+    def _bound(self) -> None:
+        """None: without namespaces there is no session to bound (and no lease)."""
+
+    def python(self) -> str:
+        if not self.privileged:
+            return PYTHON
+        return shutil.which("python3", path=SYSTEM_PATH) or PYTHON
+
+    def _execute(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        stdin: str | bytes | None,
+        limits: SandboxLimits,
+        mounts: Sequence[Mount],
+    ) -> CommandResult:
+        user = limits.sandbox_user if self._as_root else None
+        text = stdin.decode() if isinstance(stdin, bytes) else stdin
+        return run_command(argv, cwd=cwd, limits=limits.model_copy(update={"sandbox_user": user}), env=env, stdin=text)
+
+    def _start(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], mounts: Sequence[Mount], stderr: int | None
+    ) -> subprocess.Popen[bytes]:
+        ids = (self.uid, self.gid) if self.privileged else None
+        limits = self.limits
+        return subprocess.Popen(
+            argv, cwd=str(cwd), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+            preexec_fn=lambda: apply_limits(limits, ids, None, None), close_fds=True,
+        )  # fmt: skip

@@ -79,7 +79,7 @@ def test_the_code_template_writes_an_environment_graded_where_the_agent_code_nev
     source = (folder / "my_game_env.py").read_text()
     for line in ("class MyGameEnvironment(Environment[Action, MyGameObservation, MyGameState]):",
                  "from openenv_sdk.grading.pytest_run import run_hidden_tests", "    @orchestrator",
-                 "    def run_tests(self, tests: dict[str, str]", "self._sandbox = Sandbox(limits=sandbox_limits()"):
+                 "    def run_tests(self, tests: dict[str, str]", "self._sandbox = Sandbox.from_manifest(manifest()"):
         assert line in source
     tools = re.findall(r"    @tool\n    def (\w+)\(", source)
     assert tools == ["write_file", "read_file", "run_python", "submit"]

@@ -169,8 +169,10 @@ def test_background_processes_end_with_their_command_even_in_a_new_session(env: 
 def test_a_fork_bomb_and_a_flood_cost_one_call_and_leave_nothing_running(
     env: TerminalEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    small = terminal_env.sandbox_settings().model_copy(update={"max_processes": 32})
-    monkeypatch.setattr(terminal_env, "sandbox_settings", lambda: small)
+    manifest = terminal_env.manifest()
+    small = manifest.model_copy(update={"sandbox": terminal_env.sandbox_settings().model_copy(update={"max_processes": 32})})
+    monkeypatch.setattr(terminal_env, "manifest", lambda: small)
+    env.reset(task_id=env.state.task_id)  # a sandbox made with the smaller limit
     started = time.monotonic()
     bomb = env.bash(":(){ :|:& };:", timeout_s=5)
     assert time.monotonic() - started < 10
