@@ -31,6 +31,7 @@ __all__ = [
     "check_metadata",
     "check_openapi",
     "check_schema",
+    "check_session_bounds",
     "check_ws_close",
     "check_ws_invalid_action",
     "check_ws_request_id",
@@ -176,6 +177,43 @@ def check_isolation(probe: RuntimeProbe) -> CheckResult:
            "(or `openenv validate --image`), without OPENENV_UNSAFE_NO_ISOLATION / --no-isolation")
     message = f"sessions are NOT isolated ({detail}): agents can see and kill each other's processes and files"
     return _fail(name, message, fix, severity="warning" if report.get("mode") == "none" else "error")
+
+
+SESSION_BOUNDS = {
+    "session_memory": "the session's memory (sandbox.session_memory)",
+    "session_processes": "the session's processes (sandbox.session_max_processes)",
+    "workspace": "the session's folder size and files (sandbox.workspace_size, workspace_inodes)",
+}
+"""The session-wide bounds an isolated `/health` reports (`isolation_report()`), and what each holds."""
+
+
+def check_session_bounds(probe: RuntimeProbe) -> CheckResult:
+    """Each session-wide bound an isolated server's `/health` says is missing (`missing: <why>`) is
+    a warning: its sessions run with the per-command limits only, so one session can take the
+    host's memory or processes from the others.
+
+    A server that reports no isolation, or no isolated one (`check_isolation` speaks for it),
+    passes, and `run_runtime_checks` leaves the rule out of the report.
+    """
+    name = "http.session_bounds"
+    try:
+        _, body = probe.get_json("/health")
+    except Exception as e:
+        return _fail(name, f"GET /health failed: {_reason(e)}", "Is the server running at this URL?")
+    report = body.get("isolation") if isinstance(body, dict) else None
+    if not isinstance(report, dict) or report.get("isolated") is not True:
+        return _ok(name, _NOT_SANDBOXED)
+    missing = {
+        bound: str(report[bound]).removeprefix("missing:").strip()
+        for bound in SESSION_BOUNDS
+        if isinstance(report.get(bound), str) and str(report[bound]).startswith("missing")
+    }
+    if not missing:
+        return _ok(name, "session bounds held: " + "; ".join(f"{b}: {report.get(b)}" for b in SESSION_BOUNDS))
+    message = "; ".join(f"no bound on {SESSION_BOUNDS[bound]}: {why}" for bound, why in missing.items())
+    fix = ("Run the server as root with a writable cgroupfs (memory and pids controllers) and the right to mount "
+           "tmpfs: DockerProvider or `openenv validate --image` start it so")
+    return _fail(name, message, fix, severity="warning")
 
 
 def check_metadata(probe: RuntimeProbe) -> CheckResult:
@@ -477,6 +515,7 @@ def check_mcp_official(probe: RuntimeProbe) -> CheckResult:
 _NAMED: tuple[tuple[str, Callable[[RuntimeProbe], CheckResult]], ...] = (
     ("http.health", check_health),
     ("http.isolation", check_isolation),
+    ("http.session_bounds", check_session_bounds),
     ("http.metadata", check_metadata),
     ("http.schema", check_schema),
     ("http.openapi", check_openapi),
@@ -501,8 +540,8 @@ def run_runtime_checks(probe: RuntimeProbe) -> Iterator[CheckResult]:
     """
     for index, check in enumerate(RUNTIME_CHECKS):
         result = check(probe)
-        if check is check_isolation and result.message == _NOT_SANDBOXED:
-            continue  # the rule applies to sandboxed environments only
+        if check in (check_isolation, check_session_bounds) and result.message == _NOT_SANDBOXED:
+            continue  # the rule applies to (isolated) sandboxed environments only
         yield result
         if check is check_health and not result.passed:
             for rest_name, _ in _NAMED[index + 1:]:
