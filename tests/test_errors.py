@@ -46,3 +46,48 @@ def test_a_payload_becomes_its_class_with_code_and_details(code: str, cls: type[
 def test_an_unknown_code_from_a_newer_server_stays_a_server_error() -> None:
     error = server_error({"message": "later", "code": "SOMETHING_NEW"})
     assert type(error) is ServerError and error.code == "SOMETHING_NEW"
+
+
+def _drawn_tree() -> dict[str, str]:
+    """Each class in the tree drawn in `openenv_sdk.errors`' docstring, with the class drawn above it
+    (the nearest earlier name drawn further left)."""
+    import re
+
+    import openenv_sdk.errors as errors
+
+    parents: dict[str, str] = {}
+    drawn: list[tuple[int, str]] = []
+    for line in (errors.__doc__ or "").splitlines():
+        match = re.match(r"^[\s│├└─]*([A-Z][A-Za-z]+)(\s|$)", line)
+        if not match or not line.startswith("    "):
+            continue
+        column, name = match.start(1), match.group(1)
+        above = [n for c, n in drawn if c < column]
+        if above:
+            parents[name] = above[-1]
+        drawn = [(c, n) for c, n in drawn if c < column] + [(column, name)]
+    return parents
+
+
+def test_the_drawn_tree_is_the_class_tree() -> None:
+    """Every exported error is drawn in the docstring's tree under its own base class."""
+    import openenv_sdk.errors as errors
+
+    drawn = _drawn_tree()
+    classes = {name: getattr(errors, name) for name in errors.__all__ if isinstance(getattr(errors, name), type)}
+    assert set(drawn) == set(classes) - {"OpenEnvError"}
+    for name, parent in drawn.items():
+        assert classes[name].__bases__[0] is classes[parent], f"{name} is drawn under {parent}"
+
+
+def test_sandbox_errors_are_in_the_tree_and_raised_by_the_sandbox() -> None:
+    from openenv_sdk.errors import IsolationUnavailable, OpenEnvError, SandboxError
+    from openenv_sdk.sandbox import IsolationUnavailable as Exported
+    from openenv_sdk.sandbox import Sandbox
+
+    assert Exported is IsolationUnavailable and issubclass(IsolationUnavailable, SandboxError)
+    assert issubclass(SandboxError, OpenEnvError) and issubclass(SandboxError, RuntimeError)
+    sandbox = Sandbox(name="closed")
+    sandbox.close()
+    with pytest.raises(SandboxError, match="^this sandbox is closed$"):
+        sandbox.run("true")

@@ -253,3 +253,72 @@ def test_a_command_is_in_its_sessions_cgroup_from_its_first_instruction_and_neve
         refused = sandbox.run("touch ran-unbounded")
         assert refused.exit_code == 127 and "could not start" in refused.stderr, refused.render()
         assert not (sandbox.workspace / "ran-unbounded").exists()
+
+
+# --- a sandbox from the manifest ------------------------------------------------------------------
+
+
+def _manifest(**sections: object) -> object:
+    from openenv_sdk.manifest import Manifest
+
+    return Manifest.model_validate({"name": "probe", **sections})
+
+
+def test_from_manifest_carries_the_limits_the_bounds_the_user_and_the_agents_egress(monkeypatch: pytest.MonkeyPatch) -> None:
+    from openenv_sdk.sandbox import EGRESS_PINS_ENV, BubblewrapSandbox, Sandbox
+
+    monkeypatch.setenv(EGRESS_PINS_ENV, json.dumps({"pypi.org": "10.0.0.5", "other.example": "10.0.0.6"}))
+    manifest = _manifest(
+        sandbox={"user": "no-such-user-here", "command_timeout_s": 7, "max_output_bytes": 4096, "memory": "512m",
+                 "max_processes": 40, "session_memory": "256m", "session_max_processes": 64, "workspace_size": "64m",
+                 "workspace_inodes": 2048},
+        network={"policy": "allowlist", "allow": ["pypi.org:443"], "grading_allow": ["files.example:443"]},
+    )  # fmt: skip
+    with Sandbox.from_manifest(manifest, name="from-manifest") as sandbox:  # type: ignore[arg-type]
+        assert type(sandbox) is BubblewrapSandbox
+        assert sandbox.limits == SandboxLimits(
+            timeout_s=7, max_output_bytes=4096, memory_bytes=512 * 1024**2, max_processes=40,
+            session_memory_bytes=256 * 1024**2, session_max_processes=64, workspace_bytes=64 * 1024**2,
+            workspace_inodes=2048, sandbox_user="nobody",  # the manifest's user does not exist here
+        )  # fmt: skip
+        assert sandbox.user == "no-such-user-here"
+        assert sandbox.network.allow == ("pypi.org:443",) and dict(sandbox.network.pins) == {"pypi.org": "10.0.0.5"}
+        if os.geteuid() == 0 and sandbox.cgroup is not None:
+            assert sandbox.cgroup.memory_bytes == 256 * 1024**2 and sandbox.cgroup.max_processes == 64
+    with Sandbox.from_manifest(manifest, phase="grading", name="from-manifest") as grading:  # type: ignore[arg-type]
+        assert grading.network.allow == ("files.example:443",) and not grading.network.pins
+    with Sandbox.from_manifest(manifest.sandbox, name="section-only") as bare:  # type: ignore[attr-defined]
+        assert bare.network.empty and bare.limits.timeout_s == 7
+
+
+def test_the_default_grading_phase_reaches_nothing() -> None:
+    from openenv_sdk.sandbox import Sandbox
+
+    manifest = _manifest(network={"policy": "allowlist", "allow": ["pypi.org"]})
+    with Sandbox.from_manifest(manifest, phase="grading", name="grading") as grading:  # type: ignore[arg-type]
+        assert grading.network.empty
+        assert grading.run("env | grep -ci proxy; true").stdout.strip() == "0"
+
+
+def test_the_opt_out_is_its_own_class_behind_the_same_contract(workdir: Path) -> None:
+    from openenv_sdk.sandbox import Isolation, Sandbox, UnisolatedSandbox
+
+    with Sandbox.from_manifest(_manifest(), isolation=Isolation.NONE, name="opt-out") as sandbox:  # type: ignore[arg-type]
+        assert type(sandbox) is UnisolatedSandbox and sandbox.isolation is Isolation.NONE
+        ps = sandbox.run("ps -eo pid | wc -l").stdout.strip()
+        assert int(ps) > 3  # no pid namespace: the host's processes are in sight
+        if os.geteuid() == 0:
+            assert sandbox.user == "nobody" and sandbox.run("id -un").stdout.strip() == "nobody"
+            assert sandbox.python() == (shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable)
+    with pytest.raises(ValueError, match="^UnisolatedSandbox runs none, not bubblewrap$"):
+        UnisolatedSandbox(isolation=Isolation.BWRAP)
+
+
+def test_an_opt_out_user_that_is_root_or_missing_is_a_sandbox_error() -> None:
+    from openenv_sdk.sandbox import Isolation, Sandbox, SandboxError
+
+    if os.geteuid() != 0:
+        pytest.skip("the opt-out picks a user only when the server is root")  # CI runs as root
+    for user, why in (("root", "which must not be root"), ("no-such-user-here", "which does not exist here")):
+        with pytest.raises(SandboxError, match=f"^the opt-out runs commands as '{user}', {why}$"):
+            Sandbox(limits=SandboxLimits(sandbox_user=user), isolation=Isolation.NONE, name="bad-user")
