@@ -13,7 +13,6 @@ Field descriptions are the reference documentation: `scripts/gen_manifest_docs.p
 
 from __future__ import annotations
 
-import difflib
 import re
 import warnings
 from pathlib import Path
@@ -33,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.errors import ManifestError
 
 __all__ = [
@@ -552,9 +552,7 @@ def _unknown_keys(section: BaseModel, prefix: str = "") -> list[str]:
     messages = []
     for key in section.model_extra or {}:
         message = f"unknown key '{prefix}{key}' is ignored."
-        close = difflib.get_close_matches(str(key), known, n=1)
-        if close:
-            message += f" Did you mean '{prefix}{close[0]}'?"
+        message += did_you_mean(key, known, prefix=prefix)
         messages.append(message)
     for name in known:
         value = getattr(section, name)

@@ -16,12 +16,13 @@ hidden data never go in one.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._suggest import did_you_mean
 
 __all__ = ["ServedTask", "SplitType", "TaskIndex", "TaskRecord", "TaskSplit", "records_from_task_provider"]
 
@@ -70,11 +71,6 @@ def _split_type(name: str) -> SplitType:
     return name if name in ("train", "validation", "test") else "validation"  # type: ignore[return-value]
 
 
-def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
 class TaskIndex:
     """An environment's tasks by split and position, in the order `tasks()` gave them.
 
@@ -101,7 +97,7 @@ class TaskIndex:
     def _rows(self, split: str) -> list[TaskRecord]:
         if split not in self._by_split:
             known = ", ".join(repr(s) for s in self._by_split) or "none"
-            raise LookupError(f"unknown split {split!r}.{_did_you_mean(split, self._by_split)} Splits: {known}")
+            raise LookupError(f"unknown split {split!r}.{did_you_mean(split, self._by_split)} Splits: {known}")
         return self._by_split[split]
 
     def num_tasks(self, split: str) -> int:
@@ -123,7 +119,7 @@ class TaskIndex:
     def by_id(self, task_id: str) -> dict[str, Any]:
         """The task with this id, whatever its split."""
         if task_id not in self._by_id:
-            raise LookupError(f"unknown task id {task_id!r}.{_did_you_mean(task_id, self._by_id)}")
+            raise LookupError(f"unknown task id {task_id!r}.{did_you_mean(task_id, self._by_id)}")
         index, record = self._by_id[task_id]
         return _served(index, record)
 

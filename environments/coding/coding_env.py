@@ -33,7 +33,6 @@ Session folder, one per session (`$OPENENV_CODING_WORKDIR`, default the system t
 
 from __future__ import annotations
 
-import difflib
 import os
 import random
 import secrets
@@ -45,6 +44,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_BYTES, check_solution_file, run_hidden_tests
 from openenv_sdk.manifest import Manifest, load_manifest
@@ -526,8 +526,7 @@ def _pick_task(task_id: str | None, difficulty: str | None, seed: int | None) ->
     tasks = load_tasks()
     if task_id is not None:
         if task_id not in tasks:
-            close = difflib.get_close_matches(str(task_id), list(tasks), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(task_id, tasks)
             raise ValueError(f"unknown task_id {task_id!r}.{hint} There are {len(tasks)} tasks (see tasks/).")
         return tasks[task_id]
     if difficulty is not None and difficulty not in DIFFICULTIES:

@@ -38,6 +38,7 @@ from mini_swe_sandbox import (
 from pydantic import Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import MAX_RUN_TIMEOUT_S, HiddenTestRun, check_solution_file, run_hidden_tests
 from openenv_sdk.sandbox import CommandResult
@@ -100,10 +101,7 @@ def pick_task(task_id: str | None, seed: int | None) -> TaskInfo:
     known = tasks()
     if task_id is not None:
         if task_id not in known:
-            import difflib
-
-            close = difflib.get_close_matches(task_id, list(known), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(task_id, known)
             raise ValueError(f"unknown task_id {task_id!r}.{hint} Known: {', '.join(task_ids())}")
         return known[task_id]
     return known[random.Random(seed).choice(task_ids("train"))]

@@ -33,7 +33,6 @@ If the working directory was deleted, the next call says so and starts in the wo
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import random
@@ -50,6 +49,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading import program_runs, trusted_git
 from openenv_sdk.grading.program_runs import ProgramRunServer
@@ -57,7 +57,6 @@ from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.sandbox import (
     CommandResult,
-    Isolation,
     Mount,
     Sandbox,
     SandboxLimits,
@@ -270,13 +269,13 @@ def _new_sandbox(name: str, *, phase: Literal["agent", "grading"] = "agent") -> 
 def _shows_tmp(sandbox: Sandbox) -> bool:
     """Whether the session's `tmp/` can be mounted on `/tmp` (namespaces, and the session's folder
     is not itself under `/tmp`, which the mount would hide)."""
-    return sandbox.isolation is Isolation.BWRAP and not sandbox.root.is_relative_to("/tmp")
+    return sandbox.namespaced and not sandbox.root.is_relative_to("/tmp")
 
 
 def _account_files(sandbox: Sandbox, home: Path) -> list[Mount]:
     """`/etc/passwd` and `/etc/group` with the session's uid named (`id -un`, `whoami` and tools
     that look the user up work), mounted over the system's; none where the uid has a name."""
-    if sandbox.isolation is not Isolation.BWRAP or not sandbox.privileged:
+    if not sandbox.namespaced or not sandbox.privileged:
         return []
     name = sandbox.user
     etc = sandbox.make_dir("etc", writable=False)
@@ -371,8 +370,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         if not isinstance(task_id, str):
             raise ValueError(f"task_id must be a string such as {next(iter(tasks))!r}, got {task_id!r}")
         if task_id not in tasks:
-            close = difflib.get_close_matches(task_id, list(tasks), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(task_id, tasks)
             raise ValueError(f"unknown task_id {task_id!r}.{hint} There are {len(tasks)} tasks (see tasks/).")
         chosen = tasks[task_id]
         self._close_sandbox()

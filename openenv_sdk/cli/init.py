@@ -9,7 +9,6 @@ Templates (`--template`), each a folder of `templates/`:
 
 from __future__ import annotations
 
-import difflib
 import keyword
 import re
 import sys
@@ -21,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from .._suggest import did_you_mean
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._output import console, fail, print_json
 
@@ -108,8 +108,7 @@ def _template(template: Template | str) -> Template:
         return Template(template)
     except ValueError:
         names = [t.value for t in Template]
-        close = difflib.get_close_matches(str(template), names, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(template, names)
         raise ScaffoldError(f"unknown template {template!r}: the templates are {', '.join(names)}.{hint}") from None
 
 

@@ -9,12 +9,12 @@ against the tool's input schema from `/schema`'s `tools`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from .._suggest import did_you_mean
 from ..errors import InvalidActionError
 from ..types import Action, Observation, SchemaResponse, State
 from ._async import AsyncEnvClient
@@ -22,11 +22,6 @@ from ._options import ClientOptions
 from ._sync import EnvClient
 
 __all__ = ["ActionValidator", "AsyncGenericEnvClient", "GenericEnvClient"]
-
-
-def _did_you_mean(name: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(name, options, n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _path(parts: list[Any]) -> str:
@@ -71,7 +66,7 @@ class ActionValidator:
         if not isinstance(name, str):
             errors.append({"loc": ["action", name_key], "msg": "the tool's name must be a string", "type": "type"})
         elif name not in self.tools:
-            message = f"unknown tool {name!r}.{_did_you_mean(name, sorted(self.tools))} Available: {sorted(self.tools)}"
+            message = f"unknown tool {name!r}.{did_you_mean(name, sorted(self.tools))} Available: {sorted(self.tools)}"
             errors.append({"loc": ["action", name_key], "msg": message, "type": "unknown_tool"})
         elif not isinstance(arguments, Mapping):
             errors.append({"loc": ["action", "arguments"], "msg": "arguments must be an object", "type": "type"})
@@ -103,7 +98,7 @@ class ActionValidator:
                     out.append(
                         {
                             "loc": [*loc, extra],
-                            "msg": f"unexpected field {extra!r}.{_did_you_mean(str(extra), allowed)} "
+                            "msg": f"unexpected field {extra!r}.{did_you_mean(str(extra), allowed)} "
                             f"Allowed: {allowed}",
                             "type": "additionalProperties",
                         }

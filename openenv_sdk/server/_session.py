@@ -9,7 +9,6 @@ is split by job: where environment code runs (`_runner.py`), the agent's transcr
 from __future__ import annotations
 
 import asyncio
-import difflib
 import functools
 import inspect
 import json
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from .._suggest import did_you_mean
 from ..environment import Environment
 from ..tools import tool_result, validation_message
 from ..types import (
@@ -50,11 +50,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("openenv_sdk.server")
 
 __all__ = ["Session"]
-
-
-def did_you_mean(name: str, options: Any) -> str:
-    close = difflib.get_close_matches(name, list(options), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 _F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
