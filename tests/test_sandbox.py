@@ -275,7 +275,7 @@ def test_from_manifest_carries_the_limits_the_bounds_the_user_and_the_agents_egr
         network={"policy": "allowlist", "allow": ["pypi.org:443"], "grading_allow": ["files.example:443"]},
     )  # fmt: skip
     with Sandbox.from_manifest(manifest, name="from-manifest") as sandbox:  # type: ignore[arg-type]
-        assert type(sandbox) is BubblewrapSandbox
+        assert type(sandbox) is BubblewrapSandbox and sandbox.namespaced
         assert sandbox.limits == SandboxLimits(
             timeout_s=7, max_output_bytes=4096, memory_bytes=512 * 1024**2, max_processes=40,
             session_memory_bytes=256 * 1024**2, session_max_processes=64, workspace_bytes=64 * 1024**2,
@@ -304,7 +304,7 @@ def test_the_opt_out_is_its_own_class_behind_the_same_contract(workdir: Path) ->
     from openenv_sdk.sandbox import Isolation, Sandbox, UnisolatedSandbox
 
     with Sandbox.from_manifest(_manifest(), isolation=Isolation.NONE, name="opt-out") as sandbox:  # type: ignore[arg-type]
-        assert type(sandbox) is UnisolatedSandbox and sandbox.isolation is Isolation.NONE
+        assert type(sandbox) is UnisolatedSandbox and sandbox.isolation is Isolation.NONE and not sandbox.namespaced
         ps = sandbox.run("ps -eo pid | wc -l").stdout.strip()
         assert int(ps) > 3  # no pid namespace: the host's processes are in sight
         if os.geteuid() == 0:

@@ -57,7 +57,6 @@ from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.sandbox import (
     CommandResult,
-    Isolation,
     Mount,
     Sandbox,
     SandboxLimits,
@@ -270,13 +269,13 @@ def _new_sandbox(name: str, *, phase: Literal["agent", "grading"] = "agent") -> 
 def _shows_tmp(sandbox: Sandbox) -> bool:
     """Whether the session's `tmp/` can be mounted on `/tmp` (namespaces, and the session's folder
     is not itself under `/tmp`, which the mount would hide)."""
-    return sandbox.isolation is Isolation.BWRAP and not sandbox.root.is_relative_to("/tmp")
+    return sandbox.namespaced and not sandbox.root.is_relative_to("/tmp")
 
 
 def _account_files(sandbox: Sandbox, home: Path) -> list[Mount]:
     """`/etc/passwd` and `/etc/group` with the session's uid named (`id -un`, `whoami` and tools
     that look the user up work), mounted over the system's; none where the uid has a name."""
-    if sandbox.isolation is not Isolation.BWRAP or not sandbox.privileged:
+    if not sandbox.namespaced or not sandbox.privileged:
         return []
     name = sandbox.user
     etc = sandbox.make_dir("etc", writable=False)

@@ -422,6 +422,9 @@ class Sandbox:
 
     isolation: ClassVar[Isolation]
     """The mode this class implements."""
+    namespaced: ClassVar[bool]
+    """Whether each command runs in namespaces of its own: then `mounts` (over system files or
+    `/tmp` too) are its whole view, and its processes and network are its own."""
 
     def __new__(cls, *args: Any, isolation: Isolation | None = None, **kwargs: Any) -> Sandbox:
         if cls is Sandbox:
@@ -789,6 +792,7 @@ class BubblewrapSandbox(Sandbox):
     server is root, in the session's cgroup and bounded tmpfs where the host gives them."""
 
     isolation = Isolation.BWRAP
+    namespaced = True
 
     def _take_user(self) -> tuple[int, int]:
         if not self._as_root:
@@ -988,6 +992,7 @@ class UnisolatedSandbox(Sandbox):
     root). Not a sandbox: `/health` and `openenv validate` say so."""
 
     isolation = Isolation.NONE
+    namespaced = False
 
     def _take_user(self) -> tuple[int, int]:
         if not self._as_root:
