@@ -50,11 +50,19 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     - `SUPPORTS_CONCURRENT_SESSIONS`: one server may hold many instances at once (default True).
       When False the server holds at most one session.
-    - `THREAD_AFFINITY`: run every sync call of a session on one dedicated thread (for libraries
-      with thread-local state, such as a `sqlite3` connection). Without it, a session's blocking
-      sync calls run one at a time, in order, on threads of the server's shared pool, not
-      always the same one, and a session between calls holds no thread. Either way, a call that
-      hangs holds up its own session only.
+    - `THREAD_AFFINITY`: which thread runs a session's blocking sync calls (one at a time, in
+      order, off the event loop, whichever it is):
+      - `None` (the default): always the same thread for a session, so what a call leaves bound
+        to its thread (a `sqlite3` connection opened in `reset`, a C library's or a game
+        engine's thread-local state) works in the next call (open such things in `reset`, not
+        `__init__`, which runs on the server's event loop). Up to 256 sessions at once each
+        have a thread of their own; past that, sessions share threads (each session
+        still on one), and a call that hangs can hold up the sessions on its thread.
+      - `True`: a thread of its own for every session, however many (10,000 sessions hold
+        10,000 threads).
+      - `False`: the class is free-threaded: any thread of the server's shared pool, not always
+        the same one, and a session between calls holds none; a call that hangs holds up its
+        own session only. Set it only when nothing the environment holds is bound to a thread.
     - `BLOCKING`: sync methods may block, so run them off the event loop (default True). Set it
       False for environments whose sync methods are quick and never block; they then run on the
       event loop, saving a thread hop per call.
@@ -68,7 +76,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
     version: ClassVar[str | None] = None
 
     SUPPORTS_CONCURRENT_SESSIONS: ClassVar[bool] = True
-    THREAD_AFFINITY: ClassVar[bool] = False
+    THREAD_AFFINITY: ClassVar[bool | None] = None
     BLOCKING: ClassVar[bool] = True
 
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}

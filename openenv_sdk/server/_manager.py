@@ -19,7 +19,7 @@ from ._config import ServerConfig
 from ._protocol import ProtocolError
 from ._protocols import Connection
 from ._session import Session
-from ._worker import AbandonedCalls, LoopHandoff, WorkerPool, guard_sync
+from ._worker import AbandonedCalls, AffinityPool, LoopHandoff, WorkerPool, guard_sync
 
 logger = logging.getLogger("openenv_sdk.server")
 
@@ -73,7 +73,10 @@ class SessionManager:
         self.by_token: dict[str, Session] = {}
         self.abandoned = AbandonedCalls(config.max_abandoned_threads)
         self.workers = WorkerPool()
-        """The threads that run sessions' blocking sync calls (but `THREAD_AFFINITY` sessions')."""
+        """The threads that run free-threaded (`THREAD_AFFINITY = False`) sessions' blocking sync
+        calls, and a `close()` run beside a call that hangs."""
+        self.pinned = AffinityPool()
+        """The threads that sessions' blocking sync calls are pinned to (the default affinity)."""
         self._handoff: LoopHandoff | None = None
         self._reaper: asyncio.Task[None] | None = None
         self.observer: SessionObserver | None = None
@@ -174,6 +177,7 @@ class SessionManager:
         """Close every session, all at once (a server that stops waits for the slowest, not the sum)."""
         await asyncio.gather(*(self.close(session_id) for session_id in list(self.sessions)), return_exceptions=True)
         self.workers.shutdown()
+        self.pinned.shutdown()
 
     def start_reaper(self) -> None:
         if (self.config.idle_timeout_s is not None or self.config.unreset_grace_s is not None) and self._reaper is None:

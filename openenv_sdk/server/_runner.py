@@ -1,8 +1,10 @@
 """`SessionRunner`: where one session's environment code runs, and what a call left running does.
 
 A coroutine function runs on the event loop. A sync function runs in place when the class is
-not `BLOCKING`; otherwise off the loop: on the server's worker pool, one call at a time per
-session, or on the session's own thread with `THREAD_AFFINITY`. A blocking call that times out
+not `BLOCKING`; otherwise off the loop, one call at a time per session: by default always on
+the same thread, the one the session is pinned to (so thread-bound resources work); on a
+thread of its own with `THREAD_AFFINITY = True`; on any thread of the server's worker pool
+when the class says it is free-threaded (`THREAD_AFFINITY = False`). A blocking call that times out
 (or whose caller went away) keeps running on its thread, and the session is quarantined
 (`SESSION_BUSY`) until it ends, or until the session closes: `close` then runs beside it. The threads themselves are `_worker.py`'s.
 """
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import tracing
 from ..types import ErrorCode
 from ._protocol import ProtocolError
-from ._worker import Call, CallRunner, FutureJob, SessionLane, SessionWorker, guard_async, guard_sync
+from ._worker import Call, CallRunner, FutureJob, PinnedLane, SessionLane, SessionWorker, guard_async, guard_sync
 
 if TYPE_CHECKING:
     from ..environment import Environment
@@ -84,9 +86,12 @@ class SessionRunner:
         what = what or f"{getattr(fn, '__name__', 'call')}()"
         self.check_not_busy()
         if self._worker is None:
-            if self._env_cls.THREAD_AFFINITY:
+            affinity = self._env_cls.THREAD_AFFINITY
+            if affinity is None:  # the default: one thread per session, shared past a few hundred
+                self._worker = PinnedLane(self._manager.pinned)
+            elif affinity:
                 self._worker = SessionWorker(f"openenv-{self._session_id[:8]}")
-            else:  # no thread held between calls: 10,000 sessions need not hold 10,000 threads
+            else:  # free-threaded: any pool thread, none held between calls
                 self._worker = SessionLane(self._manager.workers)
         loop = asyncio.get_running_loop()
         future = loop.create_future()

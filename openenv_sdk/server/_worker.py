@@ -6,8 +6,13 @@
   `stall_s` (50 ms) without a call ending. A call that hangs holds its own thread only; other
   sessions wait behind it at most about `stall_s`. Threads go as calls end (a few stay idle),
   so 10,000 sessions that are between calls hold no thread each.
-- An environment with `THREAD_AFFINITY` gets its own thread per session instead
-  (`SessionWorker`), for libraries with thread-local state.
+- By default a session's sync calls all run on one thread (`PinnedLane` on an `AffinityPool`),
+  so that what a call leaves bound to its thread (a `sqlite3` connection, a C library's state)
+  works in the next call: each session gets a thread of its own while fewer than `max_threads`
+  (256) run, then sessions share them, pinned to one each; a new session is never pinned to a
+  thread whose call has run past `stall_s`. `THREAD_AFFINITY = True` gives each session a
+  dedicated thread (`SessionWorker`) whatever the count; `THREAD_AFFINITY = False` (the class is
+  free-threaded) runs its calls on any thread of the shared `WorkerPool` (`SessionLane`).
 - A `BaseException` that environment code raises (`SystemExit` from argparse, say,
   `KeyboardInterrupt`, `GeneratorExit`, a stray `CancelledError`) becomes `EnvironmentAborted`,
   a plain `Exception`, before it reaches an asyncio task (where `SystemExit` would stop the
@@ -34,11 +39,13 @@ from typing import Any, Protocol
 
 __all__ = [
     "AbandonedCalls",
+    "AffinityPool",
     "Call",
     "CallRunner",
     "EnvironmentAborted",
     "FutureJob",
     "LoopHandoff",
+    "PinnedLane",
     "SessionLane",
     "SessionWorker",
     "WorkerPool",
@@ -460,6 +467,162 @@ class SessionLane:
                     self._running = False
                     return
                 job = self._pending.popleft()
+
+
+class _PinnedThread:
+    """One thread of an `AffinityPool`: runs the calls of the sessions pinned to it, in order."""
+
+    __slots__ = ("_queue", "pins", "running_since", "_pool")
+
+    def __init__(self, pool: AffinityPool, name: str) -> None:
+        self._pool = pool
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.pins = 0  # sessions pinned to this thread (under the pool's lock)
+        self.running_since: float | None = None  # when the call it runs began
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def put(self, job: Any) -> None:
+        self._queue.put(job)
+
+    def stuck(self, now: float) -> bool:
+        """Whether its current call has run past the pool's `stall_s` (it may hang)."""
+        since = self.running_since
+        return since is not None and now - since >= self._pool.stall_s
+
+    def idle(self) -> bool:
+        return self.running_since is None and self._queue.empty()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                job = self._queue.get(timeout=self._pool.idle_timeout_s)
+            except queue.Empty:
+                if self._pool._retire(self):
+                    return
+                continue
+            if job is _STOP:
+                return
+            self.running_since = time.monotonic()
+            job.run()
+            del job
+            self.running_since = None
+
+
+class AffinityPool:
+    """Threads that sessions are pinned to: every call of a session runs on the same thread.
+
+    A session is pinned at its first call: to a thread no session holds and that runs nothing,
+    else to a new thread while fewer than `max_threads` run (so up to that many sessions at once
+    each have a thread of their own, and a call that hangs holds up nobody else), else to the
+    next thread, in turn, whose call has not run past `stall_s`; when every thread's has, to a
+    new one (beyond `max_threads`). Sessions sharing a thread run back to back on it, each
+    holding the GIL for several calls. A thread that no session holds ends after
+    `idle_timeout_s` without a call.
+
+    Args:
+        max_threads: threads started before sessions share them.
+        idle_timeout_s: how long a thread no session holds waits for work before it ends.
+        stall_s: how long a call may run before its thread takes no new sessions.
+        name: the threads' name prefix.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_threads: int = 256,
+        idle_timeout_s: float = 10.0,
+        stall_s: float = 0.05,
+        name: str = "openenv-pinned",
+    ) -> None:
+        self.max_threads = max_threads
+        self.idle_timeout_s = idle_timeout_s
+        self.stall_s = stall_s
+        self._name = name
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+        self._threads: list[_PinnedThread] = []
+        self._cursor = 0
+
+    @property
+    def threads(self) -> int:
+        with self._lock:
+            return len(self._threads)
+
+    def pin(self) -> _PinnedThread:
+        """A thread for a new session (see the class docstring); the session holds it until `unpin`."""
+        with self._lock:
+            chosen = self._choose(time.monotonic())
+            chosen.pins += 1
+            return chosen
+
+    def unpin(self, thread: _PinnedThread) -> None:
+        with self._lock:
+            thread.pins -= 1
+
+    def _choose(self, now: float) -> _PinnedThread:
+        threads = self._threads
+        for thread in threads:  # few: at most max_threads unless calls hang
+            if thread.pins == 0 and thread.idle():
+                return thread
+        if len(threads) < self.max_threads:
+            return self._start()
+        for _ in range(len(threads)):
+            self._cursor = (self._cursor + 1) % len(threads)
+            thread = threads[self._cursor]
+            if not thread.stuck(now):
+                return thread
+        return self._start()
+
+    def _start(self) -> _PinnedThread:
+        thread = _PinnedThread(self, f"{self._name}-{next(self._numbers)}")
+        self._threads.append(thread)
+        return thread
+
+    def _retire(self, thread: _PinnedThread) -> bool:
+        """From an idle thread: whether it may end (no session holds it, nothing queued)."""
+        with self._lock:
+            if thread.pins or not thread.idle():
+                return False
+            if thread in self._threads:  # `shutdown` may have let it go already
+                self._threads.remove(thread)
+            return True
+
+    def shutdown(self) -> None:
+        """End the threads no session holds, once their queued calls have run."""
+        with self._lock:
+            idle = [t for t in self._threads if t.pins == 0]
+            for thread in idle:
+                self._threads.remove(thread)
+        for thread in idle:
+            thread.put(_STOP)
+
+
+class PinnedLane:
+    """One session's sync calls, in order, all on the one thread of an `AffinityPool` it is
+    pinned to at its first call (the default; see `AffinityPool`)."""
+
+    __slots__ = ("_pool", "_thread")
+
+    def __init__(self, pool: AffinityPool) -> None:
+        self._pool = pool
+        self._thread: _PinnedThread | None = None
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        job = FutureJob(fn, args, kwargs)
+        self.start(job)
+        return job.future
+
+    def start(self, call: _Job) -> None:
+        thread = self._thread
+        if thread is None:
+            thread = self._thread = self._pool.pin()
+        thread.put(call)
+
+    def shutdown(self) -> None:
+        """Let the thread go (calls already submitted still run on it)."""
+        if self._thread is not None:
+            self._pool.unpin(self._thread)
+            self._thread = None
 
 
 class AbandonedCalls:

@@ -189,7 +189,8 @@ def _server_threads() -> int:
 
 
 def test_sessions_between_calls_hold_no_thread() -> None:
-    with serve(create_app(ProbeEnv)) as url:
+    free = probe_class("FreeThreaded", THREAD_AFFINITY=False)
+    with serve(create_app(free)) as url:
         sockets = [connect(ws_url(url)) for _ in range(40)]
         try:
             for ws in sockets:
@@ -197,6 +198,15 @@ def test_sessions_between_calls_hold_no_thread() -> None:
                 ask(ws, "step", {"message": "x"})
             # the pool keeps at most max_idle (16) threads waiting, not one per session
             assert 1 <= _server_threads() <= 16
+        finally:
+            for ws in sockets:
+                ws.close()
+    with serve(create_app(ProbeEnv)) as url:  # the default: pinned, a thread each under 256 sessions
+        sockets = [connect(ws_url(url)) for _ in range(40)]
+        try:
+            for ws in sockets:
+                ask(ws, "reset", {})
+            assert 40 <= _server_threads() <= 42
         finally:
             for ws in sockets:
                 ws.close()
