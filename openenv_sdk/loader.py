@@ -107,21 +107,36 @@ def load_environment(path: str | Path) -> LoadedEnvironment:
     )
 
 
-def load_grader(path: str | Path) -> Any | None:
-    """The host-side grader that `openenv.yaml` in `path` names (`grader: module:attribute`).
+def load_grader(ref: str | Path) -> Any:
+    """The host-side grader `ref` names: an environment folder (its `openenv.yaml`'s `grader:`) or
+    `package.module:Name` (importable from the current directory or an installed package).
 
-    A class (a `Grader` subclass) is instantiated; a Rubric instance or a reward function is
-    returned as it is (the SDK's `grade` takes each).
-
-    Returns:
-        The grader, or None when the manifest names no `grader:`.
+    The one grader loader: `openenv eval`, the Harbor verifier, `EnvSource.grader()` and every
+    trainer adapter's `grader=` go through it. A class (a `Grader` subclass) is instantiated; a
+    Rubric instance or a reward function is returned as it is (the SDK's `grade` takes each).
 
     Raises:
-        ManifestError: the manifest is invalid, or the grader's import fails.
+        ManifestError: (a `ValueError`) the folder's manifest is invalid or names no `grader:`, the
+            reference is neither a folder nor `module:attribute`, or the import fails.
     """
-    folder = Path(path).resolve()
-    manifest = load_manifest(folder)
-    if not manifest.grader:
-        return None
-    grader = import_ref(folder, manifest.grader, what="grader")
+    path = Path(ref)
+    if path.is_dir():
+        folder = path.resolve()
+        manifest = load_manifest(folder)
+        if not manifest.grader:
+            raise ManifestError(
+                f"{folder / 'openenv.yaml'} names no `grader:`: add one, or pass the grader (`package.module:Name`)"
+            )
+        grader = import_ref(folder, manifest.grader, what="grader")
+    else:
+        module_name, sep, attribute = str(ref).partition(":")
+        if not sep or not module_name or not attribute:
+            raise ManifestError(f"a grader is an environment folder or `package.module:Name`, got {str(ref)!r}")
+        # `openenv eval --grader my_grader:Grader` names a module in the directory it is run from.
+        if str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))
+        try:
+            grader = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as e:
+            raise ManifestError(f"the grader {str(ref)!r} cannot be imported: {type(e).__name__}: {e}") from e
     return grader() if isinstance(grader, type) else grader

@@ -11,6 +11,7 @@ Each episode: `reset` with a task from the server's Task API, the first observat
 message, the policy's tool calls sent to the environment over MCP, then the host-side grader.
 """
 
+from ..loader import load_grader
 from ._dataset import chat_messages, dataset_rows, save_dataset
 from ._episode import (
     DEFAULT_SYSTEM_PROMPT,
@@ -26,7 +27,7 @@ from ._records import EpisodeLog, EpisodeRecord, PlannedEpisode, TurnTokens
 from ._report import markdown_report
 from ._run import EPISODES_FILE, REPORT_FILE, SUMMARY_FILE, OutputMismatch, RunResult, arun
 from ._runner import RunConfig, run_episodes
-from ._target import EnvTarget, load_grader, plan_episodes
+from ._target import EnvTarget, plan_episodes
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

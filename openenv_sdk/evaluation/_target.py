@@ -9,8 +9,6 @@ grader is the folder's `grader:` (its `openenv.yaml`); an image or a URL names o
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,38 +16,11 @@ import httpx
 
 from ..client import AsyncGenericEnvClient
 from ..errors import ManifestError, ServerError, TransportError
+from ..loader import load_grader
 from ..tasks import ServedTask
 from ._records import PlannedEpisode
 
-__all__ = ["EnvTarget", "load_grader", "plan_episodes"]
-
-
-def load_grader(ref: str | Path) -> Any:
-    """The host-side grader named by `ref`: an environment folder (its manifest's `grader:`) or
-    `module:attribute` (importable from the current directory). A class is instantiated.
-
-    Raises:
-        ManifestError: the folder's manifest is invalid or names no grader, or the import fails.
-    """
-    from ..loader import load_grader
-
-    path = Path(ref)
-    if path.is_dir():
-        folder = path.resolve()
-        loaded = load_grader(folder)
-        if loaded is None:
-            raise ManifestError(f"{folder / 'openenv.yaml'} names no `grader:`: add one, or pass --grader module:attribute")
-        return loaded
-    module_name, _, attribute = str(ref).partition(":")
-    if not module_name or not attribute:
-        raise ManifestError(f"a grader is an environment folder or `module:attribute`, got {str(ref)!r}")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    try:
-        grader = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as e:
-        raise ManifestError(f"cannot import the grader {str(ref)!r}: {type(e).__name__}: {e}") from e
-    return grader() if isinstance(grader, type) else grader
+__all__ = ["EnvTarget", "plan_episodes"]
 
 
 def _looks_like_a_path(spec: str) -> bool:

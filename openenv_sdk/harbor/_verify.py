@@ -36,7 +36,7 @@ def verify_imported(env_dir: str | Path, task_ids: list[str]) -> list[Verificati
         ProviderError: its server did not start.
     """
     from openenv_sdk.client import GenericEnvClient
-    from openenv_sdk.evaluation import load_grader
+    from openenv_sdk.loader import load_grader
     from openenv_sdk.rubric import grade
 
     env_dir = Path(env_dir)

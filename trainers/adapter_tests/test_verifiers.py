@@ -161,7 +161,7 @@ def test_the_grader_is_the_folders_or_a_reference_and_a_bad_one_is_refused(echo_
         OpenEnvEnv(_config("http://127.0.0.1:9/v1", tmp_path, base_url=echo_url).env)
     with pytest.raises(ValueError, match="cannot be imported"):
         OpenEnvEnv(_config("http://127.0.0.1:9/v1", tmp_path, base_url=echo_url, grader="no_such_module:Grader").env)
-    with pytest.raises(ValueError, match="must be `package.module:Name`"):
+    with pytest.raises(ValueError, match="an environment folder or `package.module:Name`"):
         OpenEnvEnv(_config("http://127.0.0.1:9/v1", tmp_path, base_url=echo_url, grader="nocolon").env)
 
 

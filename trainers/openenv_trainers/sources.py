@@ -18,6 +18,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 
 from openenv_sdk.client import AsyncGenericEnvClient, GenericEnvClient
 from openenv_sdk.errors import ClientStateError
+from openenv_sdk.loader import load_grader  # re-exported: `openenv_trainers.load_grader`
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.rubric import Rubric
 
@@ -40,24 +41,6 @@ class SessionPool(Protocol):
     def async_client(self, **kwargs: Any) -> AsyncGenericEnvClient:
         """A new asyncio client (one session) on one of the servers, chosen by load."""
         ...
-
-
-def load_grader(env_dir: str | Path) -> Rubric | Any:
-    """The host-side grader an environment folder names in its `openenv.yaml` (`grader:`).
-
-    A class is instantiated; a function is returned as is (the SDK's `grade` takes both).
-
-    Raises:
-        ValueError: the manifest names no grader.
-        openenv_sdk.errors.ManifestError: the manifest is invalid or the import fails.
-    """
-    from openenv_sdk.loader import load_grader
-
-    folder = Path(env_dir).resolve()
-    grader = load_grader(folder)
-    if grader is None:
-        raise ValueError(f"{folder / 'openenv.yaml'} names no `grader:`; pass a rubric explicitly")
-    return grader
 
 
 class EnvSource:

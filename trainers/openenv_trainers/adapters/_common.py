@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import threading
 from collections.abc import Mapping
 from typing import Any
 
+from openenv_sdk.loader import load_grader
 from openenv_sdk.rubric import Rubric
 
 from ..sources import EnvSource
 
-__all__ = ["close_shared_sources", "import_grader", "make_source", "observation_text", "resolve_grader", "shared_source"]
+__all__ = ["close_shared_sources", "make_source", "observation_text", "resolve_grader", "shared_source"]
 
 
 def make_source(
@@ -38,31 +38,16 @@ def make_source(
     )
 
 
-def import_grader(ref: str) -> Rubric | Any:
-    """The grader an import reference names (`package.module:Name`); a class is instantiated.
-
-    Raises:
-        ValueError: the reference is not `module:attribute`, or names nothing there.
-    """
-    module_name, sep, attribute = ref.partition(":")
-    if not sep or not module_name or not attribute:
-        raise ValueError(f"grader {ref!r} must be `package.module:Name`")
-    try:
-        grader = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"grader {ref!r} cannot be imported: {e}") from e
-    return grader() if isinstance(grader, type) else grader
-
-
 def resolve_grader(source: EnvSource, grader: Rubric | Any | str | None) -> Rubric | Any:
-    """The host-side grader: the one given (an object, or an import reference), else the one the
-    source's folder names in its `openenv.yaml`.
+    """The host-side grader: the one given (an object, or a reference `openenv_sdk.loader.load_grader`
+    takes: `package.module:Name` or a folder), else the one the source's folder names in its `openenv.yaml`.
 
     Raises:
-        ValueError: no grader given and the source is not a folder naming one.
+        ValueError: no grader given and the source is not a folder naming one, or the reference
+            cannot be loaded (`ManifestError`, a `ValueError`).
     """
     if isinstance(grader, str):
-        return import_grader(grader)
+        return load_grader(grader)
     if grader is not None:
         return grader
     return source.grader()
