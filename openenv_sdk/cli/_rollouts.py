@@ -161,12 +161,13 @@ def _make_policy(o: RolloutOptions) -> tuple[Policy, str]:
 
 
 class _Progress:
-    """The progress bar (stderr), with the running mean reward and error count."""
+    """The progress bar (stderr), with the running mean reward, failed episodes and failed tool calls."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.rewards: list[float] = []
         self.errors = 0
+        self.tool_errors = 0
         self.bar = Progress(
             SpinnerColumn(),
             TextColumn("[bold]episodes"),
@@ -190,8 +191,10 @@ class _Progress:
             self.errors += 1
         elif record.reward is not None:
             self.rewards.append(record.reward)
+        self.tool_errors += record.tool_errors
         mean = f"mean reward {sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else "mean reward -"
-        self.bar.update(self.task, advance=1, status=f"{mean} · {self.errors} error(s)")
+        status = f"{mean} · {self.errors} error(s) · {self.tool_errors} tool error(s)"
+        self.bar.update(self.task, advance=1, status=status)
 
 
 def run_rollouts(o: RolloutOptions, *, command: str, fmt: OutputFormat) -> RunResult:
@@ -268,7 +271,9 @@ def render_summary(result: RunResult, *, fmt: OutputFormat, files: list[Path]) -
 
     console.print(
         f"[bold]mean reward[/] {num(s.mean_reward)} (std {num(s.std_reward)}) over {s.graded} graded episode(s)"
-        + (f", [bold red]{s.errors} error(s)[/]" if s.errors else ", 0 errors")
+        + (f", [bold red]{s.errors} failed episode(s)[/]" if s.errors else ", no failed episode")
+        + (f", [bold red]{s.tool_errors} of {s.tool_calls} tool call(s) failed[/]" if s.tool_errors
+           else f", no failed tool call ({s.tool_calls} made)")
         + (f"; {s.resumed} resumed" if s.resumed else "")
         + (f"; {s.skipped_lines} damaged line(s) of the output skipped, their episodes played again" if s.skipped_lines else "")
     )
@@ -277,12 +282,21 @@ def render_summary(result: RunResult, *, fmt: OutputFormat, files: list[Path]) -
         + f"   [dim](passed: reward ≥ {s.pass_threshold:g}; {s.tasks} task(s) × {s.rollouts_per_task})[/]"
     )
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("task", "graded", "passed", "errors", "mean reward", *(f"pass@{k}" for k in s.pass_at_k)):
+    columns = ("task", "graded", "passed", "errors", "tool errors", "mean reward", *(f"pass@{k}" for k in s.pass_at_k))
+    for column in columns:
         table.add_column(column, justify="left" if column == "task" else "right")
     for t in s.per_task:
-        table.add_row(escape(t.task_id), str(t.graded), str(t.passed), str(t.errors), num(t.mean_reward),
+        table.add_row(escape(t.task_id), str(t.graded), str(t.passed), str(t.errors), str(t.tool_errors),
+                      num(t.mean_reward),
                       *(num(v) for v in t.pass_at_k.values()))  # fmt: skip
     console.print(table)
+    for what, causes in (("failed episodes", s.errors_by_cause), ("failed tool calls", s.tool_errors_by_cause)):
+        if causes:
+            console.print(f"[bold red]{what} by cause[/]")
+            for cause, n in list(causes.items())[:10]:
+                console.print(f"  {n:>6}  {escape(cause)}")
+            if len(causes) > 10:
+                console.print(f"  ... {len(causes) - 10} more cause(s) in summary.json")
     errors = [r for r in result.records if r.error is not None]
     for record in errors[:5]:
         console.print(f"[red]error[/] {escape(record.key)}: {escape(record.error or '')}")

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ToolCallError
 from ..rubric import agrade
+from ._causes import cause_of
 from ._policy import Policy, TurnContext
 from ._records import EpisodeRecord, PlannedEpisode, TurnTokens
 
@@ -165,16 +166,22 @@ async def _call_tool(record: EpisodeRecord, client: Any, call: Mapping[str, Any]
     try:
         arguments = json.loads(call["function"]["arguments"] or "{}")
     except ValueError as e:
-        record.tool_errors += 1
-        return f"error: the arguments of {name!r} are not valid JSON ({e}); send a JSON object"
+        return _tool_error(record, f"error: the arguments of {name!r} are not valid JSON ({e}); send a JSON object")
     if not isinstance(arguments, dict):
-        record.tool_errors += 1
-        return f"error: the arguments of {name!r} must be a JSON object, got {type(arguments).__name__}"
+        return _tool_error(
+            record, f"error: the arguments of {name!r} must be a JSON object, got {type(arguments).__name__}"
+        )
     try:
         result = await client.call_tool(name, **arguments)
     except ToolCallError as e:  # an unknown tool: the policy's mistake, told to it
-        record.tool_errors += 1
-        return f"error: {e}"
+        return _tool_error(record, f"error: {e}")
     text, failed = tool_result_text(result)
-    record.tool_errors += failed
+    return _tool_error(record, text) if failed else text
+
+
+def _tool_error(record: EpisodeRecord, text: str) -> str:
+    """Count a failed tool call by its cause; its text, which the policy sees."""
+    record.tool_errors += 1
+    cause = cause_of(text)
+    record.tool_error_causes[cause] = record.tool_error_causes.get(cause, 0) + 1
     return text

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ._causes import cause_of, merge_causes
 from ._records import EpisodeRecord
 
 __all__ = ["RunSummary", "TaskSummary", "default_ks", "pass_at_k", "summarize"]
@@ -52,6 +53,7 @@ class TaskSummary(BaseModel):
     graded: int = Field(description="Attempts that ended with a reward (no error).")
     passed: int
     errors: int
+    tool_errors: int = Field(default=0, description="Tool calls that failed, in every attempt (failed ones too).")
     mean_reward: float | None
     pass_at_k: dict[str, float | None] = Field(description="By k (as a string); None where graded < k.")
 
@@ -69,6 +71,14 @@ class RunSummary(BaseModel):
     episodes: int
     graded: int
     errors: int
+    errors_by_cause: dict[str, int] = Field(
+        default_factory=dict, description="The failed episodes by cause (`cause_of` their error), most first."
+    )
+    tool_calls: int = Field(default=0, description="Tool calls made, in every episode (failed ones too).")
+    tool_errors: int = Field(default=0, description="Tool calls that failed, in every episode (failed ones too).")
+    tool_errors_by_cause: dict[str, int] = Field(
+        default_factory=dict, description="The failed tool calls by cause, most first."
+    )
     pass_threshold: float
     mean_reward: float | None
     std_reward: float | None
@@ -117,6 +127,7 @@ def summarize(
                 graded=n,
                 passed=c,
                 errors=len(attempts) - n,
+                tool_errors=sum(r.tool_errors for r in attempts),
                 mean_reward=_mean([r.reward for r in graded if r.reward is not None]),
                 pass_at_k={str(k): pass_at_k(n, c, k) if n >= k else None for k in ks},
             )
@@ -131,6 +142,12 @@ def summarize(
         episodes=len(records),
         graded=len(graded_all),
         errors=len(records) - len(graded_all),
+        errors_by_cause=merge_causes(
+            {cause_of(r.error or "no reward"): 1} for r in records if r.error is not None or r.reward is None
+        ),
+        tool_calls=sum(r.tool_calls for r in records),
+        tool_errors=sum(r.tool_errors for r in records),
+        tool_errors_by_cause=merge_causes(r.tool_error_causes for r in records),
         pass_threshold=pass_threshold,
         mean_reward=_mean(rewards),
         std_reward=statistics.pstdev(rewards) if rewards else None,

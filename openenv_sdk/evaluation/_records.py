@@ -71,6 +71,9 @@ class EpisodeRecord(BaseModel):
     turns: int = 0
     tool_calls: int = 0
     tool_errors: int = Field(default=0, description="Tool calls that failed (a tool error, unknown tool, bad arguments).")
+    tool_error_causes: dict[str, int] = Field(
+        default_factory=dict, description="The failed tool calls by cause (`cause_of` their message)."
+    )
     prompt_tokens: int = Field(default=0, description="As the policy's `usage` reported, summed over turns.")
     completion_tokens: int = 0
     policy_s: float = Field(default=0.0, description="Seconds spent waiting for the policy.")
@@ -128,6 +131,8 @@ def parse_record(line: bytes) -> EpisodeRecord:
         raise RecordRejected("a failed episode has no reward")
     counts = (record.attempt, record.turns, record.tool_calls, record.tool_errors, record.prompt_tokens,
               record.completion_tokens, record.policy_s, record.env_s, record.duration_s)  # fmt: skip
+    if any(n < 0 for n in record.tool_error_causes.values()):
+        raise RecordRejected("a negative count of tool errors")
     if any(n < 0 for n in counts) or not all(math.isfinite(n) for n in counts):
         raise RecordRejected("a negative or non-finite count or time")
     return record

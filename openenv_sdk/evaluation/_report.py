@@ -1,4 +1,5 @@
-"""A run's small markdown report: what ran, the numbers, the per-task table, the errors."""
+"""A run's small markdown report: what ran, the numbers, the per-task table, the errors and
+failed tool calls by cause."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def markdown_report(summary: RunSummary, records: Iterable[EpisodeRecord] = ()) 
         f"| environment | `{_cell(summary.env)}` |",
         f"| split | {summary.split or 'n/a'} |",
         f"| tasks × rollouts | {summary.tasks} × {summary.rollouts_per_task} = {summary.episodes} episodes |",
-        f"| graded / errors | {summary.graded} / {summary.errors} |",
+        f"| graded / failed episodes | {summary.graded} / {summary.errors} |",
+        f"| tool calls / failed tool calls | {summary.tool_calls} / {summary.tool_errors} |",
         f"| mean reward | {_num(summary.mean_reward)} (std {_num(summary.std_reward)}) |",
         *(f"| pass@{k} | {_num(v)} |" for k, v in summary.pass_at_k.items()),
         f"| passed means | reward ≥ {summary.pass_threshold:g} |",
@@ -41,14 +43,22 @@ def markdown_report(summary: RunSummary, records: Iterable[EpisodeRecord] = ()) 
         "",
         "## Per task",
         "",
-        "| task | split | graded | passed | errors | mean reward | " + " | ".join(f"pass@{k}" for k in ks) + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(ks),
+        "| task | split | graded | passed | errors | tool errors | mean reward | "
+        + " | ".join(f"pass@{k}" for k in ks)
+        + " |",
+        "|---|---|---|---|---|---|---|" + "---|" * len(ks),
     ]
     for task in summary.per_task:
         lines.append(
             f"| {_cell(task.task_id)} | {task.split or ''} | {task.graded} | {task.passed} | {task.errors} | "
+            f"{task.tool_errors} | "
             f"{_num(task.mean_reward)} | " + " | ".join(_num(task.pass_at_k[k]) for k in ks) + " |"
         )
+    for title, causes in (("Failed episodes by cause", summary.errors_by_cause),
+                          ("Failed tool calls by cause", summary.tool_errors_by_cause)):  # fmt: skip
+        if causes:
+            lines += ["", f"## {title}", "", "| count | cause |", "|---:|---|"]
+            lines += [f"| {n} | {_cell(cause)} |" for cause, n in causes.items()]
     failed = [r for r in records if r.error is not None]
     if failed:
         lines += ["", "## Errors", ""]

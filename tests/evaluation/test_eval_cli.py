@@ -58,7 +58,7 @@ def test_a_winning_policy_is_graded_by_the_grader_and_sees_the_tools(
     assert first["body"]["messages"][1]["content"].startswith("Guess the 5-letter word in 6 tries.")
     assert "mean reward 1.700" in result.output and "pass@1 1.000" in result.output
     report = (out / "report.md").read_text()
-    assert "| pass@1 | 1.000 |" in report and "| 1001 | test | 1 | 1 | 0 | 1.700 | 1.000 |" in report
+    assert "| pass@1 | 1.000 |" in report and "| 1001 | test | 1 | 1 | 0 | 0 | 1.700 | 1.000 |" in report
 
 
 def test_a_losing_policy_gets_zero(policy_server: Any, wordle_url: str, tmp_path: Path) -> None:
