@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 import sys
 from types import ModuleType
 from typing import Any
@@ -178,3 +179,36 @@ def test_pi_installs_in_the_sandbox_reaching_only_the_npm_registry(tokenizer: An
     blocked = demo.run_task(demo.Agent(probe, "chat", demo.AGENTS["pi"].shell_call), "count_log_files", tokenizer=tokenizer, preinstalled=False)
     assert blocked.result.agent_run is not None and blocked.result.agent_run.install_exit_code not in (0, None)
     assert "REACHED" not in blocked.result.agent_run.stdout_tail
+
+
+@pytest.mark.timeout(900)
+def test_pi_in_three_dialects_gives_the_same_rows(tokenizer: Any) -> None:
+    """One agent, one task, three dialects: the same completions, masks and logprobs; the same
+    prompt but for the episode's own folder (and, in Anthropic Messages, Pi's tool schemas, which
+    it writes differently per API: no `additionalProperties`, another key order; kept as sent)."""
+    rows = {}
+    for name in ("pi", "pi-responses", "pi-anthropic"):
+        run = demo.run_task(installed(name), "csv_column_sum", tokenizer=tokenizer)
+        (segment,) = run.result.segments
+        prompt = re.sub(r"openenv-terminal-[A-Za-z0-9_]+", "EPISODE", tokenizer.decode(segment.prompt_ids))
+        rows[name] = (prompt, segment.completion_ids, segment.completion_mask, segment.completion_logprobs)
+    assert _nan_equal(rows), "the completions, masks or logprobs differ between dialects"
+    assert rows["pi-responses"][0] == rows["pi"][0]
+    assert _tools_named(rows["pi-anthropic"][0]) == _tools_named(rows["pi"][0])
+
+
+def _tools_named(prompt: str) -> str:
+    """The prompt with each rendered tool schema reduced to its name (Pi words its schemas per API)."""
+    lines = prompt.splitlines()
+    return "\n".join(json.loads(x)["function"]["name"] if x.startswith('{"type": "function"') else x for x in lines)
+
+
+def _nan_equal(rows: dict[str, Any]) -> bool:
+    """The rows' ids and masks equal, and their logprobs equal with NaN (mask 0) matching NaN."""
+    first = rows["pi"]
+    for row in rows.values():
+        if row[1:3] != first[1:3]:
+            return False
+        if [None if math.isnan(x) else x for x in row[3]] != [None if math.isnan(x) else x for x in first[3]]:
+            return False
+    return True
