@@ -12,11 +12,11 @@ message, the policy's tool calls sent to the environment over MCP, then the host
 """
 
 from ..loader import load_grader
+from ..prompt import observation_text
 from ._dataset import chat_messages, dataset_rows, save_dataset
 from ._episode import (
     DEFAULT_SYSTEM_PROMPT,
     EpisodeConfig,
-    observation_text,
     openai_tools,
     play_episode,
     tool_result_text,

@@ -19,21 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ToolCallError
+from ..prompt import observation_text
 from ..rubric import agrade
 from ._causes import cause_of
 from ._policy import Policy, TurnContext
 from ._records import EpisodeRecord, PlannedEpisode, TurnTokens
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "EpisodeConfig", "observation_text", "openai_tools", "play_episode", "tool_result_text"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "EpisodeConfig", "openai_tools", "play_episode", "tool_result_text"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent acting in an environment through its tools. Call the tools to complete the task. "
     "When you are done, answer without calling a tool."
 )
-# Observation fields that are the protocol's, not the task's.
-_PROTOCOL_FIELDS = frozenset({"metadata", "done", "reward"})
-# Fields read as the task's text, shown first and without a label.
-_TEXT_FIELDS = ("prompt", "message", "instructions", "text")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,17 +62,6 @@ def openai_tools(tools: Iterable[Any]) -> list[dict[str, Any]]:
         parameters = parameters or {"type": "object", "properties": {}}
         out.append({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
     return out
-
-
-def observation_text(observation: Mapping[str, Any]) -> str:
-    """The first observation as the user message: its text fields (`prompt`, `message`, ...)
-    first, then every other non-empty field as `name: value`."""
-    fields = {k: v for k, v in observation.items() if k not in _PROTOCOL_FIELDS and v not in (None, "", [], {})}
-    parts = [fields.pop(k) for k in _TEXT_FIELDS if isinstance(fields.get(k), str)]
-    rest = [f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in fields.items()]
-    if rest:
-        parts.append("\n".join(rest))
-    return "\n\n".join(parts) or "Start."
 
 
 def tool_result_text(result: Any) -> tuple[str, bool]:

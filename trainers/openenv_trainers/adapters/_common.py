@@ -1,9 +1,9 @@
-"""What every trainer adapter needs: the grader from a reference, and a prompt from an observation."""
+"""What every trainer adapter needs: its environment source and the grader (the prompt from an
+observation is `openenv_sdk.prompt.observation_text`, the same as `openenv eval`'s)."""
 
 from __future__ import annotations
 
 import atexit
-import json
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -13,7 +13,7 @@ from openenv_sdk.rubric import Rubric
 
 from ..sources import EnvSource
 
-__all__ = ["close_shared_sources", "make_source", "observation_text", "resolve_grader", "shared_source"]
+__all__ = ["close_shared_sources", "make_source", "resolve_grader", "shared_source"]
 
 
 def make_source(
@@ -51,16 +51,6 @@ def resolve_grader(source: EnvSource, grader: Rubric | Any | str | None) -> Rubr
     if grader is not None:
         return grader
     return source.grader()
-
-
-def observation_text(observation: Mapping[str, Any]) -> str:
-    """What a reset observation tells the agent: its `prompt` or `message` text, else its JSON."""
-    for key in ("prompt", "message", "text"):
-        value = observation.get(key)
-        if isinstance(value, str) and value:
-            return value
-    shown = {k: v for k, v in observation.items() if k not in ("done", "reward", "metadata")}
-    return json.dumps(shown, ensure_ascii=False)
 
 
 _SHARED: dict[tuple[str | None, str | None, str | None], tuple[EnvSource, dict[str | None, Any]]] = {}

@@ -27,11 +27,12 @@ import art
 from openai.types.chat.chat_completion import Choice
 
 from openenv_sdk.errors import ToolCallError
+from openenv_sdk.prompt import observation_text
 from openenv_sdk.rubric import Rubric, agrade
 
 from ..chat import tool_result_text, tool_schemas
 from ..sources import EnvSource
-from ._common import observation_text, resolve_grader
+from ._common import resolve_grader
 
 __all__ = ["OpenEnvRollout"]
 

@@ -32,10 +32,11 @@ from typing import Any
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from openenv_sdk.errors import ToolCallError
+from openenv_sdk.prompt import observation_text
 from openenv_sdk.rubric import Score, grade
 
 from ..chat import tool_result_text, tool_schemas
-from ._common import close_shared_sources, observation_text, shared_source
+from ._common import close_shared_sources, shared_source
 
 __all__ = ["OpenEnvSkyRLEnv", "close_sources", "parse_tool_calls", "register_openenv", "tools_system_prompt"]
 

@@ -34,10 +34,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifiers.v1.harnesses.null.harness import NullHarness
 from verifiers.v1.mcp import SharedToolServer
 
+from openenv_sdk.prompt import observation_text
 from openenv_sdk.rubric import agrade
 
 from ..sources import EnvSource
-from ._common import make_source, observation_text, resolve_grader
+from ._common import make_source, resolve_grader
 
 __all__ = [
     "REWARD_NAME",
