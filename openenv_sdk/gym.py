@@ -7,6 +7,11 @@ become the step's reward and `terminated`); an action is the JSON of an action (
 tool call, `{"tool": name, "arguments": {...}}`). `JsonText.sample()` of the action space
 gives an action valid against the server's action schema, so random policies exercise `step`.
 
+Rewards: a step's reward is the environment's own (0.0 when it gives none); with a host-side
+grader (`grader=`, or the one an environment folder's `openenv.yaml` names when the client
+serves that folder), the last step of an episode (terminated, or truncated by `max_steps`)
+gives the grader's reward instead, as `openenv eval` would score the episode.
+
 Gymnasium is an optional dependency: `pip install 'openenv-sdk[gym]'`.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 try:
@@ -28,6 +34,9 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 import numpy as np
 
 from .errors import InvalidActionError
+from .loader import load_grader
+from .manifest import load_manifest
+from .rubric import Score, grade
 
 if TYPE_CHECKING:
     from .client import EnvClient
@@ -140,6 +149,20 @@ def _instance(schema: Any, root: dict[str, Any], rng: np.random.Generator, depth
     return None
 
 
+def _resolve_grader(grader: Any, client: Any) -> Any:
+    """The grader to use: `grader` (loaded when a reference), else the served folder's, if any."""
+    if grader is False:
+        return None
+    if isinstance(grader, (str, Path)):
+        return load_grader(grader)
+    if grader is not None:
+        return grader
+    env_dir = getattr(getattr(client, "provider", None), "env_dir", None)
+    if env_dir is None:
+        return None
+    return load_grader(env_dir) if load_manifest(Path(env_dir)).grader else None
+
+
 class GymEnv(gymnasium.Env[str, str]):
     """A Gymnasium environment over a sync client (`EnvClient` or `GenericEnvClient`).
 
@@ -149,10 +172,22 @@ class GymEnv(gymnasium.Env[str, str]):
         >>> obs, reward, terminated, truncated, info = env.step('{"message": "hi"}')
 
     `reset(seed=..., options={...})` passes the seed and the options (task fields) to the
-    server's `reset`. `step` returns the observation's JSON, its reward (`None` counts as 0.0),
-    `terminated` = the observation's `done`, and `truncated` = False (wrap it in
-    `gymnasium.wrappers.TimeLimit` to truncate). `info` holds the observation's `metadata` and
-    the server's `reward` as sent.
+    server's `reset`. `step` returns the observation's JSON, its reward, `terminated` = the
+    observation's `done`, and `truncated` = whether `max_steps` steps were taken without it.
+    `info` holds the observation's `metadata` and the server's `reward` as sent.
+
+    The reward of a step is the environment's (`None` counts as 0.0), except on the episode's
+    last step (terminated or truncated) when there is a grader: the grader's reward for the
+    episode, which is what a host-graded environment (Wordle, the coding environments) gives
+    and the server never sends; `info["score"]` then holds its `Score` (value, components,
+    evidence) and `info["env_reward"]` the environment's reward of that step. The grader is
+    `grader=` (a `Grader`, a rubric, a reward function, or a reference `load_grader` takes:
+    an environment folder or `module:Name`); by default, the one the folder's `openenv.yaml`
+    names when the client serves a folder (`GenericEnvClient(env_dir=...)`), else none.
+    `grader=False` never grades. With `step_rewards=False`, steps before the last give 0.0
+    (for a grader that already counts the environment's rewards). Truncate with `max_steps`
+    rather than `gymnasium.wrappers.TimeLimit`, which ends episodes without grading them
+    (or call `grade()` yourself).
 
     An action that is not JSON or fails the action schema is, by default, data rather than a
     crash (`invalid_action="observe"`): the step returns the previous observation, the reward
@@ -170,6 +205,9 @@ class GymEnv(gymnasium.Env[str, str]):
         invalid_action: Literal["observe", "raise"] = "observe",
         invalid_action_reward: float = 0.0,
         close_client: bool = True,
+        grader: Any = None,
+        max_steps: int | None = None,
+        step_rewards: bool = True,
     ) -> None:
         """Wrap a client; fetches the server's `/schema` for the action space.
 
@@ -179,9 +217,19 @@ class GymEnv(gymnasium.Env[str, str]):
             invalid_action: `"observe"` (a bad action is a step with `info["error"]`) or `"raise"`.
             invalid_action_reward: the reward of a step whose action was invalid.
             close_client: `close()` also closes the client.
+            grader: grades the episode at its last step (see the class docstring); None: the
+                served folder's, if any; False: none.
+            max_steps: the most steps of an episode; the last is `truncated` (and graded).
+            step_rewards: False gives 0.0 on every step but the last (graded) one.
         """
         if invalid_action not in ("observe", "raise"):
             raise ValueError(f"invalid_action must be 'observe' or 'raise', got {invalid_action!r}")
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        self.grader = _resolve_grader(grader, client)
+        self.max_steps = max_steps
+        self.step_rewards = step_rewards
+        self._steps = 0
         self.client = client
         schema = client.schema()
         self.action_space = JsonText(max_length, schema=schema.action, tools=schema.tools)
@@ -198,6 +246,7 @@ class GymEnv(gymnasium.Env[str, str]):
         if seed is not None:
             task["seed"] = seed
         result = self.client.reset(**task)
+        self._steps = 0
         self._last_observation = self._text(result.observation)
         return self._last_observation, {"metadata": dict(result.metadata), "reward": result.reward}
 
@@ -216,9 +265,27 @@ class GymEnv(gymnasium.Env[str, str]):
         except InvalidActionError as e:
             return self._invalid(e)
         self._last_observation = self._text(result.observation)
-        reward = 0.0 if result.reward is None else float(result.reward)
-        info = {"metadata": dict(result.metadata), "reward": result.reward}
-        return self._last_observation, reward, bool(result.done), False, info
+        self._steps += 1
+        env_reward = 0.0 if result.reward is None else float(result.reward)
+        terminated = bool(result.done)
+        truncated = not terminated and self.max_steps is not None and self._steps >= self.max_steps
+        info: dict[str, Any] = {"metadata": dict(result.metadata), "reward": result.reward}
+        reward = env_reward if self.step_rewards else 0.0
+        if (terminated or truncated) and self.grader is not None:
+            score = self.grade()
+            reward = score.value
+            info["score"], info["env_reward"] = score, env_reward
+        return self._last_observation, reward, terminated, truncated, info
+
+    def grade(self) -> Score:
+        """The grader's score for the current episode (`step` calls it at the episode's end).
+
+        Raises:
+            ValueError: this `GymEnv` has no grader.
+        """
+        if self.grader is None:
+            raise ValueError("this GymEnv has no grader: pass grader= (an environment folder or module:Name)")
+        return grade(self.grader, self.client)
 
     def _invalid(self, error: InvalidActionError) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.invalid_action == "raise":
