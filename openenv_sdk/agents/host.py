@@ -26,6 +26,7 @@ phase's egress (`openenv_sdk.sandbox.launch_egress`) to the sandbox's own.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shlex
@@ -106,6 +107,11 @@ class AgentHost:
                 raise RuntimeError(f"could not write {path} in the sandbox: {_scrub(wrote.stderr, secret)[-500:]}")
         # Only when the spec asks: environments written before `memory_bytes` existed still host other agents.
         memory: dict[str, Any] = {"memory_bytes": spec.memory_bytes} if spec.memory_bytes is not None else {}
+        if memory and "memory_bytes" not in inspect.signature(self.agent_exec).parameters:
+            raise ValueError(
+                f"agent {spec.name!r} needs {spec.memory_bytes} bytes of address space per process (memory_bytes), "
+                f"and {type(self).__name__}.agent_exec cannot give it (it takes no memory_bytes)"
+            )
         install_code = None
         if install:
             marker = _INSTALLED_MARKER.format(name=spec.name, digest=hashlib.sha256(install.encode()).hexdigest()[:16])
