@@ -193,7 +193,7 @@ class _Progress:
             self.rewards.append(record.reward)
         self.tool_errors += record.tool_errors
         mean = f"mean reward {sum(self.rewards) / len(self.rewards):.3f}" if self.rewards else "mean reward -"
-        status = f"{mean} · {self.errors} error(s) · {self.tool_errors} tool error(s)"
+        status = f"{mean} · {self.errors} failed episode(s) · {self.tool_errors} failed tool call(s)"
         self.bar.update(self.task, advance=1, status=status)
 
 

@@ -149,7 +149,7 @@ def test_failing_episodes_are_recorded_as_errors_and_the_run_goes_on(
         assert [m["role"] for m in record.messages] == ["system", "user"]  # the conversation so far
     summary = summary_of(out)
     assert (summary["graded"], summary["errors"], summary["mean_reward"]) == (0, 2, None)
-    assert "2 error(s)" in result.output
+    assert "2 failed episode(s)" in result.output
 
     out = tmp_path / "slow"
     result = run_eval(wordle_url, "--grader", str(WORDLE_DIR), "--base-url", url, "--model", "slow", "-n", "1",
