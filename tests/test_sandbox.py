@@ -322,3 +322,32 @@ def test_an_opt_out_user_that_is_root_or_missing_is_a_sandbox_error() -> None:
     for user, why in (("root", "which must not be root"), ("no-such-user-here", "which does not exist here")):
         with pytest.raises(SandboxError, match=f"^the opt-out runs commands as '{user}', {why}$"):
             Sandbox(limits=SandboxLimits(sandbox_user=user), isolation=Isolation.NONE, name="bad-user")
+
+
+def test_the_opt_outs_grading_worker_drops_every_privilege(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the opt-out as root, the grading worker runs through the sandbox's own command line:
+    the opt-out user, no capabilities (bounding set empty), no_new_privs."""
+    from openenv_sdk.grading.pytest_run import run_hidden_tests
+    from openenv_sdk.sandbox import OPT_OUT_ENV, Sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the opt-out drops privileges only when the server is root")  # CI runs as root
+    monkeypatch.setenv(OPT_OUT_ENV, "1")  # the operator's opt-out: the grading worker's sandbox too
+    solution = (
+        "import os\n"
+        "def who():\n"
+        "    status = open('/proc/self/status').read().splitlines()\n"
+        "    return [os.getuid(), [line for line in status if line.startswith(('CapBnd', 'NoNewPrivs', 'CapEff'))]]\n"
+    )
+    test = (
+        "from solution import who\n"
+        "def test_who():\n"
+        "    uid, lines = who()\n"
+        "    assert uid == 65534 and 'NoNewPrivs:\\t1' in lines, (uid, lines)\n"
+        "    assert 'CapBnd:\\t0000000000000000' in lines and 'CapEff:\\t0000000000000000' in lines, lines\n"
+    )
+    with Sandbox.from_manifest(_manifest(), name="opt-out-grading") as sandbox:  # type: ignore[arg-type]
+        (sandbox.workspace / "solution.py").write_text(solution)
+        sandbox.give(sandbox.workspace / "solution.py")
+        run = run_hidden_tests(sandbox, {"test_who.py": test}, ["solution.py"], timeout_s=120)
+    assert run.outcomes == {"test_who.py::test_who": "passed"}, (run.messages, run.output_tail)

@@ -54,7 +54,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from openenv_sdk.grading.remote import DEFAULT_TIMEOUT_S, RemoteSession
-from openenv_sdk.sandbox import Isolation, Sandbox, SandboxLimits, run_command
+from openenv_sdk.sandbox import Sandbox, SandboxLimits, run_command
 
 __all__ = [
     "DEFAULT_RUN_TIMEOUT_S",
@@ -231,7 +231,7 @@ def run_hidden_tests(
             PYTHON, "-I", "-m", "pytest", "-p", "openenv_sdk.grading.pytest_remote",
             "-p", "openenv_sdk.grading._pytest_report",
             "--remote-modules", ",".join(modules), "--remote-dir", str(worker.workspace),
-            "--remote-spawn-prefix", json.dumps(_worker_prefix(worker, limits)), "--remote-python", _python_of(worker),
+            "--remote-spawn-prefix", json.dumps(_worker_prefix(worker, limits)), "--remote-python", worker.python(),
             "--remote-timeout", f"{call_timeout_s:g}", *(["--remote-equality"] if remote_equality else []),
             "--grading-report", REPORT_FILE, "--grading-test-timeout", f"{test_timeout_s or call_timeout_s:g}",
             "-c", "pytest.ini", "--rootdir", ".", "-p", "no:cacheprovider", "-q", *pytest_args,
@@ -494,7 +494,7 @@ def _read_solution_files(sandbox: Sandbox, folder: Path, names: Sequence[str]) -
     })  # fmt: skip
     bounds = (MAX_SOLUTION_BYTES, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, MAX_PACKAGE_DEPTH)
     result = sandbox.run(
-        [_python_of(sandbox), "-I", "-S", "-c", _READER, *map(str, bounds), json.dumps(sorted(PACKAGE_DATA_SUFFIXES)), *names],
+        [sandbox.python(), "-I", "-S", "-c", _READER, *map(str, bounds), json.dumps(sorted(PACKAGE_DATA_SUFFIXES)), *names],
         cwd=folder,
         env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
         limits=limits,
@@ -595,11 +595,7 @@ def _worker_prefix(worker: Sandbox, limits: SandboxLimits) -> list[str]:
         extra = 0 if worker.privileged else _threads_of(worker.uid) + 8
         prefix.append(f"--nproc={limits.max_processes + extra}")
     prefix.append("--")
-    if worker.isolation is Isolation.BWRAP:
-        prefix += worker.wrap([], cwd=worker.workspace)
-    elif worker.privileged:
-        prefix += ["setpriv", f"--reuid={worker.uid}", f"--regid={worker.gid}", "--clear-groups", "--"]
-    return prefix
+    return prefix + worker.wrap([], cwd=worker.workspace)  # the sandbox's own command line, privilege drop included
 
 
 def _threads_of(uid: int) -> int:
@@ -614,15 +610,6 @@ def _threads_of(uid: int) -> int:
                 if e.errno not in (errno.ENOENT, errno.ESRCH):
                     raise
     return count
-
-
-def _python_of(sandbox: Sandbox) -> str:
-    """The interpreter a command in `sandbox` runs: this one, which bubblewrap mounts. With the
-    operator's opt-out as root the sandbox user may not reach it (a runtime under /root): then the
-    system's `python3` (the reader and the worker need only the standard library)."""
-    if sandbox.isolation is Isolation.BWRAP or not sandbox.privileged:
-        return PYTHON
-    return shutil.which("python3", path=SYSTEM_PATH) or PYTHON
 
 
 def _read_report(path: Path) -> dict[str, object] | None:
