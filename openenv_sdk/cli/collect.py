@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from ..episode_config import MAX_TURNS
 from ..evaluation import EPISODES_FILE, SUMMARY_FILE, save_dataset
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._output import debug_enabled, err_console, fail
@@ -61,7 +62,7 @@ def collect(
     split: SplitOpt = None,
     task: TaskOpt = None,
     concurrency: ConcurrencyOpt = 8,
-    max_turns: MaxTurnsOpt = 10,
+    max_turns: MaxTurnsOpt = MAX_TURNS,
     system_prompt: SystemPromptOpt = None,
     temperature: TemperatureOpt = None,
     max_tokens: MaxTokensOpt = None,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from ..episode_config import MAX_TURNS
 from ..evaluation import EPISODES_FILE, REPORT_FILE, SUMMARY_FILE
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._rollouts import (
@@ -58,7 +59,7 @@ def eval(
     split: SplitOpt = None,
     task: TaskOpt = None,
     concurrency: ConcurrencyOpt = 8,
-    max_turns: MaxTurnsOpt = 10,
+    max_turns: MaxTurnsOpt = MAX_TURNS,
     system_prompt: SystemPromptOpt = None,
     temperature: TemperatureOpt = None,
     max_tokens: MaxTokensOpt = None,

@@ -11,16 +11,11 @@ Each episode: `reset` with a task from the server's Task API, the first observat
 message, the policy's tool calls sent to the environment over MCP, then the host-side grader.
 """
 
+from ..episode_config import DEFAULT_SYSTEM_PROMPT, EpisodeConfig
 from ..loader import load_grader
 from ..prompt import observation_text
 from ._dataset import chat_messages, dataset_rows, save_dataset
-from ._episode import (
-    DEFAULT_SYSTEM_PROMPT,
-    EpisodeConfig,
-    openai_tools,
-    play_episode,
-    tool_result_text,
-)
+from ._episode import openai_tools, play_episode, tool_result_text
 from ._metrics import RunSummary, TaskSummary, default_ks, pass_at_k, summarize
 from ._policy import ChatPolicy, Policy, PolicyTurn, ScriptedPolicy, TurnContext, load_policy
 from ._records import EpisodeLog, EpisodeRecord, PlannedEpisode, TurnTokens

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ..episode_config import EpisodeConfig
 from ..errors import ToolCallError
 from ..prompt import observation_text
 from ..rubric import agrade
@@ -25,29 +25,7 @@ from ._causes import cause_of
 from ._policy import Policy, TurnContext
 from ._records import EpisodeRecord, PlannedEpisode, TurnTokens
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "EpisodeConfig", "openai_tools", "play_episode", "tool_result_text"]
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are an agent acting in an environment through its tools. Call the tools to complete the task. "
-    "When you are done, answer without calling a tool."
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class EpisodeConfig:
-    """How an episode is played and judged."""
-
-    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
-    """The system message; None sends none."""
-    max_turns: int = 10
-    """The most assistant turns; an episode still calling tools after them stops (`max_turns`)."""
-    pass_threshold: float = 1.0
-    """An episode passes (for pass@k) when its reward is at least this."""
-
-    def __post_init__(self) -> None:
-        if self.max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
-
+__all__ = ["openai_tools", "play_episode", "tool_result_text"]
 
 def openai_tools(tools: Iterable[Any]) -> list[dict[str, Any]]:
     """OpenAI function schemas from the server's tools (`ToolSchema`s from `/schema`, MCP `Tool`s, or dicts)."""

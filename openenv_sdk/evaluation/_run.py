@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._episode import EpisodeConfig, openai_tools
+from ..episode_config import EpisodeConfig
+from ._episode import openai_tools
 from ._metrics import RunSummary, default_ks, summarize
 from ._policy import Policy
 from ._records import EpisodeLog, EpisodeRecord, PlannedEpisode

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ._episode import EpisodeConfig, play_episode
+from ..episode_config import EpisodeConfig
+from ._episode import play_episode
 from ._policy import Policy
 from ._records import EpisodeRecord, PlannedEpisode
 from ._target import EnvTarget

@@ -2,12 +2,12 @@
 collect` for the same observation: all of them render through `openenv_sdk.prompt.observation_text`
 (a copy in any one would break the identity below)."""
 
-import pytest
-
-import openenv_sdk.evaluation._episode as eval_episode
 import openenv_trainers.adapters.art as art_adapter
 import openenv_trainers.adapters.skyrl as skyrl_adapter
 import openenv_trainers.adapters.verifiers as verifiers_adapter
+import pytest
+
+import openenv_sdk.evaluation._episode as eval_episode
 from openenv_sdk.prompt import observation_text
 
 OBSERVATION = {"message": "Guess the word.", "attempts_left": 6, "done": False, "reward": None, "metadata": {"k": 1}}

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from openenv_sdk.episode_config import EpisodeLimits
 from openenv_sdk.errors import ToolCallError
 from openenv_sdk.rubric import agrade
 
@@ -48,13 +49,13 @@ async def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 @dataclass(frozen=True, kw_only=True)
-class EpisodeConfig:
-    """Limits and sampling of one episode."""
+class EpisodeConfig(EpisodeLimits):
+    """Limits and sampling of one training episode: the SDK's `EpisodeLimits` (`max_turns`, default
+    `openenv_sdk.episode_config.MAX_TURNS`; an episode still calling tools after them is truncated)
+    and the token limits and sampling of training."""
 
     sampling: SamplingParams = field(default_factory=SamplingParams)
     """How each turn is sampled (`max_tokens` bounds one turn). Stop tokens default to the tokenizer's eos."""
-    max_turns: int = 8
-    """The most assistant turns; an episode that still calls tools after them is truncated."""
     max_completion_tokens: int = 1024
     """The most tokens after the prompt (sampled and environment); past it the episode is truncated."""
     chat_template: str | None = None
@@ -62,8 +63,9 @@ class EpisodeConfig:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1 or self.max_completion_tokens < 1:
-            raise ValueError("max_turns and max_completion_tokens must be at least 1")
+        super().__post_init__()
+        if self.max_completion_tokens < 1:
+            raise ValueError(f"max_completion_tokens must be at least 1, got {self.max_completion_tokens}")
 
 
 @dataclass

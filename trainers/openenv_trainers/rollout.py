@@ -35,6 +35,8 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from openenv_sdk.episode_config import EPISODE_RETRIES, EPISODE_TIMEOUT_S, MAX_TURNS
+
 from ._aio import LoopThread
 from .chat import tool_schemas
 from .episode import EpisodeConfig, EpisodeResult, run_episode
@@ -65,11 +67,11 @@ class EnvRolloutFunc:
         *,
         rubric: Any | None = None,
         backend: GenerationBackend | None = None,
-        max_turns: int = 8,
+        max_turns: int = MAX_TURNS,
         max_turn_tokens: int | None = None,
         seed: int = 0,
-        episode_timeout_s: float = 600.0,
-        episode_retries: int = 1,
+        episode_timeout_s: float = EPISODE_TIMEOUT_S,
+        episode_retries: int = EPISODE_RETRIES,
     ) -> None:
         """Describe the rollouts; the source's server starts on the first call.
 

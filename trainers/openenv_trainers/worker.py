@@ -57,6 +57,8 @@ from typing import Any
 
 import numpy as np
 
+from openenv_sdk.episode_config import EPISODE_RETRIES, EPISODE_TIMEOUT_S
+
 from ._aio import LoopThread
 from .advantages import GroupFilter, group_advantages
 from .chat import tool_schemas
@@ -101,9 +103,9 @@ class WorkerConfig:
     """The trainer's rule: a sample whose `model_version` is more than this behind is dropped."""
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
     """Turn and token limits and sampling of each episode."""
-    episode_timeout_s: float = 600.0
+    episode_timeout_s: float = EPISODE_TIMEOUT_S
     """The longest one episode may run."""
-    episode_retries: int = 2
+    episode_retries: int = EPISODE_RETRIES
     """How many times a failed episode is run again (same task and seed, fresh session)."""
     group_filter: GroupFilter = field(default_factory=GroupFilter)
     """Which groups and episodes are trained on."""

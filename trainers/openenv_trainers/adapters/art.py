@@ -26,6 +26,7 @@ from typing import Any
 import art
 from openai.types.chat.chat_completion import Choice
 
+from openenv_sdk.episode_config import MAX_TURNS, EpisodeLimits
 from openenv_sdk.errors import ToolCallError
 from openenv_sdk.prompt import observation_text
 from openenv_sdk.rubric import Rubric, agrade
@@ -46,7 +47,7 @@ class OpenEnvRollout:
         *,
         grader: Rubric | Any | str | None = None,
         system_prompt: str | None = None,
-        max_turns: int = 8,
+        max_turns: int = MAX_TURNS,
         completion_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         """Describe the rollouts; the source's server starts on the first.
@@ -63,8 +64,7 @@ class OpenEnvRollout:
         Raises:
             ValueError: no grader was given and the source's folder names none.
         """
-        if max_turns < 1:
-            raise ValueError("max_turns must be at least 1")
+        EpisodeLimits(max_turns=max_turns)  # the SDK's check of the limit
         self.source = source
         self.grader = resolve_grader(source, grader)
         self.system_prompt = system_prompt
