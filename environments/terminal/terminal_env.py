@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
 from openenv_sdk._suggest import did_you_mean
@@ -65,6 +65,7 @@ from openenv_sdk.sandbox import (
     run_command,
 )
 from openenv_sdk.tasks import TaskRecord
+from openenv_sdk.terminal_task import TASK_ID_PATTERN, TerminalTaskSpec
 
 __all__ = [
     "WORKDIR_BASE_ENV",
@@ -196,27 +197,11 @@ WRITE_FILE = (
 # --- tasks -------------------------------------------------------------------------------
 
 
-class TerminalTask(BaseModel):
-    """One task: what the agent is asked, and how its workspace starts."""
+class TerminalTask(TerminalTaskSpec):
+    """One task: its `task.yaml` (`openenv_sdk.terminal_task`, the format `openenv harbor import`
+    writes) and the folder it was read from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str = Field(description="The folder name under `tasks/`.")
-    title: str = Field(min_length=1, description="A few words.")
-    category: Literal["files", "text", "config", "git", "scripting", "permissions", "archives"]
-    difficulty: Literal["easy", "medium", "hard"]
-    prompt: str = Field(min_length=1, description="What the agent is asked to do, as it reads it.")
-    workdir: str | None = Field(
-        default=None,
-        pattern=r"^/[A-Za-z0-9._/-]+$",
-        description="Where the workspace appears in the sandbox, in the agent's shell and in the check "
-        "(a Harbor task's WORKDIR, such as /app); default: its own path.",
-    )
-    harbor: bool = Field(
-        default=False,
-        description="Imported from a Harbor task (`openenv harbor import`): during the check, the check "
-        "files' `tests/` folder is at /tests and /logs is writable, as Harbor's verifier expects.",
-    )
+    id: str = Field(pattern=TASK_ID_PATTERN, description="The folder name under `tasks/`.")
 
     @property
     def folder(self) -> Path:

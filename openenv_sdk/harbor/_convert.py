@@ -20,16 +20,16 @@ import shlex
 import shutil
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, Field
 
+from ..terminal_task import CATEGORIES, DIFFICULTIES, TASK_ID_PATTERN, TerminalTaskSpec, task_yaml
 from ._dockerfile import BASE_PACKAGES, WorkspacePlan, plan_workspace
 from ._task import HarborTask, read_harbor_task
 from ._verifier import VerifierPlan, plan_verifier
 
 __all__ = ["HarborImportError", "ImportReport", "import_harbor_task"]
 
-CATEGORIES = (
+_CATEGORY_WORDS = (
     ("git", ("git", "version-control")),
     ("permissions", ("permission", "security", "chmod")),
     ("archives", ("archive", "compression", "tar")),
@@ -39,8 +39,6 @@ CATEGORIES = (
 )
 """The terminal environment's categories, by words of Harbor's `category` and `tags` (first match
 wins; anything else is `scripting`)."""
-
-DIFFICULTIES = ("easy", "medium", "hard")
 
 
 class HarborImportError(ValueError):
@@ -99,7 +97,7 @@ def import_harbor_task(
     new_id = task_id or prefix + re.sub(r"[^a-z0-9]+", "_", source.resolve().name.lower()).strip("_")
     problems = list(task.problems)
     notes: list[str] = []
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_]*", new_id):
+    if not re.fullmatch(TASK_ID_PATTERN, new_id):
         problems.append(f"task id {new_id!r}: use lowercase letters, digits and _")
     if not overwrite and ((tasks_dir / new_id).exists() or (hidden_root / new_id).exists()):
         problems.append(f"{tasks_dir / new_id} exists: pass overwrite=True (--force) to replace it")
@@ -123,7 +121,7 @@ def import_harbor_task(
                 f"solution/{others[0]}: only solve.sh is replayed (through the agent's bash tool), without other files"
             )
     chosen_category = category or _category(task)
-    if chosen_category not in {c for c, _ in CATEGORIES} | {"scripting"}:
+    if chosen_category not in CATEGORIES:
         problems.append(f"category {chosen_category!r}: use one of the terminal environment's categories")
     if problems:
         raise HarborImportError(source, problems)
@@ -204,7 +202,7 @@ def _category(task: HarborTask) -> str:
     words = [str(task.metadata.get("category", "")).lower()]
     tags = task.metadata.get("tags") or task.metadata.get("keywords") or []
     words += [str(t).lower() for t in tags] if isinstance(tags, list) else []
-    for category, keys in CATEGORIES:
+    for category, keys in _CATEGORY_WORDS:
         if any(key in word for word in words for key in keys):
             return category
     return "scripting"
@@ -218,27 +216,17 @@ def _title(instruction: str) -> str:
     return first[:60].rsplit(" ", 1)[0].rstrip(",.;:") + "..."
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-_Dumper.add_representer(
-    str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
-)
-
-
 def _write_task(task: HarborTask, workspace: WorkspacePlan, folder: Path, category: str, difficulty: str) -> None:
-    fields = {
-        "title": _title(task.instruction),
-        "category": category,
-        "difficulty": difficulty,
-        "workdir": workspace.workdir,
-        "harbor": True,
-        "prompt": task.instruction + "\n",
-    }
+    spec = TerminalTaskSpec(
+        title=_title(task.instruction),
+        category=category,  # type: ignore[arg-type]  # checked against CATEGORIES by the caller
+        difficulty=difficulty,  # type: ignore[arg-type]  # one of DIFFICULTIES by the caller
+        workdir=workspace.workdir,
+        harbor=True,
+        prompt=task.instruction + "\n",
+    )
     header = f"# Imported from the Harbor task {task.name} by `openenv harbor import`: re-import it rather than edit.\n"
-    text = header + yaml.dump(fields, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-    (folder / "task.yaml").write_text(text, encoding="utf-8")
+    (folder / "task.yaml").write_text(task_yaml(spec, header=header), encoding="utf-8")
     files = folder / "files"
     for copy in workspace.copies:
         target = files / copy.target
