@@ -190,9 +190,9 @@ def run_task(
 
 @contextmanager
 def _answering(
-    server: InterceptionServer, answer: Callable[[InterceptedRequest], dict[str, Any] | None]
+    server: InterceptionServer, answer: Callable[[InterceptedRequest], dict[str, Any] | None], rollout_id: str | None = None
 ) -> Iterator[tuple[Rollout, list[InterceptedRequest]]]:
-    rollout = server.open_rollout()
+    rollout = server.open_rollout(rollout_id=rollout_id)
     seen: list[InterceptedRequest] = []
 
     def serve() -> None:
@@ -219,11 +219,14 @@ def _answering(
         thread.join(10)
 
 
-def run_refused(agent: Agent, *, wrong_key: bool, cache_dir: Path = DEFAULT_CACHE, timeout_s: float = 120.0) -> tuple[AgentRun, list[InterceptedRequest]]:
+def run_refused(
+    agent: Agent, *, wrong_key: bool, cache_dir: Path = DEFAULT_CACHE, timeout_s: float = 120.0, rollout_id: str | None = None
+) -> tuple[AgentRun, list[InterceptedRequest]]:
     """The agent with a wrong key (`wrong_key`), or with a trainer that closes the rollout at its
-    first call: what the agent did, and the calls that reached the trainer."""
+    first call: what the agent did, and the calls that reached the trainer. `rollout_id`: the
+    rollout's id (default a random one)."""
     spec = _cached(agent.spec, cache_dir)
-    with InterceptionServer(request_timeout_s=60.0) as server, _answering(server, lambda r: None) as (rollout, seen):
+    with InterceptionServer(request_timeout_s=60.0) as server, _answering(server, lambda r: None, rollout_id) as (rollout, seen):
         with GenericEnvClient(env_dir=TERMINAL_DIR, timeout_s=timeout_s + 120) as env:
             env.reset(task_id=TASKS[0])
             base = rollout.base_url()

@@ -338,4 +338,10 @@ OPENCODE = AgentSpec(
 """OpenCode (`opencode-ai`, a native binary from npm), `opencode run`, OpenAI chat completions
 (streamed) through its bundled `@ai-sdk/openai-compatible` provider. `--pure` (no external
 plugins fetched), `--title` (no title-generation call), no model-list fetch, no updates; edits
-and bash allowed without asking. Its shell tool is `bash` (`{"command", "description"}`)."""
+and bash allowed without asking. Its shell tool is `bash` (`{"command", "description"}`).
+
+A refused call (401, 404, 410) ends the run at once, unless the error's text matches what
+OpenCode takes for a transient failure (`/429|500|502|503|504|524/`, "rate limit", "overloaded",
+"timeout", ...): then it retries up to 5 times with back-off from 2 s (about a minute), whatever
+the status or `x-should-retry`, and no setting turns that off. So a server in front of it must
+keep such text (a random id, a byte count) out of refusals that will not change."""

@@ -217,9 +217,9 @@ def test_every_dialect_streamed_or_not_yields_the_same_rows(server: Interception
 def test_the_sdk_clients_authenticate_with_their_own_headers(server: InterceptionServer) -> None:
     rollout = server.open_rollout()
     try:
-        with pytest.raises(anthropic.AuthenticationError, match="not rollout"):
+        with pytest.raises(anthropic.AuthenticationError, match="not this rollout"):
             anthropic_client(rollout.anthropic_base_url(), "wrong", False)
-        with pytest.raises(openai.AuthenticationError, match="not rollout"):
+        with pytest.raises(openai.AuthenticationError, match="not this rollout"):
             responses_client(rollout.base_url(), "wrong", True)
         assert rollout.requests == []  # nothing reached the trainer
 

@@ -356,7 +356,7 @@ class InterceptionServer:
             return
         rollout.closed = True
         for request in rollout.requests:
-            request.fail(410, f"rollout {rollout_id} has ended")
+            request.fail(410, "this rollout has ended")
         rollout._deliver(None)
 
     def rollout(self, rollout_id: str) -> Rollout | None:
@@ -384,11 +384,14 @@ class InterceptionServer:
                     401, "missing credentials: send the rollout's secret as `Authorization: Bearer <secret>` or `x-api-key`",
                     "authentication_error", dialect,
                 )
+            # Refusals never quote the (random) rollout id: OpenCode retries, for a minute of
+            # back-off, any error whose text matches /429|500|502|503|504|524/, as ~4% of hex ids do.
             if rollout is None:
-                status = 404 if rollout_id not in self._closed_ids else 410
-                return error(status, f"no open rollout {rollout_id!r}", "not_found_error", dialect)
+                if rollout_id in self._closed_ids:
+                    return error(410, "this rollout has ended", "not_found_error", dialect)
+                return error(404, "no open rollout at this URL", "not_found_error", dialect)
             if not hmac.compare_digest(given.encode(), rollout.secret.encode()):
-                return error(401, f"the secret is not rollout {rollout_id!r}'s", "authentication_error", dialect)
+                return error(401, "the secret is not this rollout's", "authentication_error", dialect)
             return rollout
 
         async def body_of(request: Request, dialect: Dialect = chat) -> dict[str, Any] | JSONResponse:
@@ -430,7 +433,7 @@ class InterceptionServer:
             except ValueError as e:
                 return error(400, str(e), dialect=dialect)
             if rollout.closed:
-                return error(410, f"rollout {rollout_id} has ended", "not_found_error", dialect)
+                return error(410, "this rollout has ended", "not_found_error", dialect)
             intercepted = rollout._new_request(body, dialect.name)
             rollout._deliver(intercepted)
             try:
