@@ -30,7 +30,7 @@ from ._manager import SessionManager
 from ._mcp_endpoint import McpEndpoint, warm_up_mcp
 from ._metrics import ServerMetrics
 from ._metrics import router as metrics_router
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 from ._protocols import ServerHttpProtocol, ServerWebSocketProtocol
 from ._state import ServerState
 from ._tasks import router as tasks_router
@@ -178,7 +178,7 @@ def create_app(
     if tracing.enabled():  # outermost: its span covers the whole request
         app.add_middleware(TracingMiddleware)
     _redact_access_log()
-    app.add_exception_handler(ProtocolError, protocol_error_response)
+    app.add_exception_handler(RequestRefused, protocol_error_response)
     app.add_exception_handler(RequestValidationError, _request_validation_error)
     if config.web:
         from ._web import mount_playground
@@ -191,10 +191,10 @@ def _request_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
     if any(e["type"] == "json_invalid" for e in errors):
-        error = ProtocolError(ErrorCode.INVALID_JSON, f"Invalid JSON body: {errors[0]['msg']}")
+        error = RequestRefused(ErrorCode.INVALID_JSON, f"Invalid JSON body: {errors[0]['msg']}")
     else:
         where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
-        error = ProtocolError(ErrorCode.VALIDATION_ERROR, f"Invalid request: {where}", details={"errors": errors})
+        error = RequestRefused(ErrorCode.VALIDATION_ERROR, f"Invalid request: {where}", details={"errors": errors})
     return JSONResponse(status_code=error.http_status, content={"detail": error.payload()})
 
 

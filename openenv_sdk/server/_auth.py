@@ -19,7 +19,7 @@ import secrets
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..types import ORCHESTRATOR_TOKEN_VAR, ErrorCode
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 
 __all__ = [
     "ORCHESTRATOR_TOKEN_VAR",
@@ -71,7 +71,7 @@ class OrchestratorAuthMiddleware:
             await self.app(scope, receive, send)
             return
         why = "no orchestrator token" if sent is None else "a wrong orchestrator token"
-        error = ProtocolError(
+        error = RequestRefused(
             ErrorCode.UNAUTHORIZED,
             f"This server requires the orchestrator's token and the request has {why}: send "
             f"`Authorization: Bearer <token>` (open without it: {', '.join(sorted(PUBLIC_PATHS))})",

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..types import ErrorCode, HealthResponse, MetadataResponse, SchemaResponse, SessionInfo, StepResult
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 from ._protocols import CONNECTION_KEY
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _session_id(request: Request) -> str | None:
 def _require_session(request: Request) -> Session:
     session_id = _session_id(request)
     if not session_id:
-        raise ProtocolError(
+        raise RequestRefused(
             ErrorCode.SESSION_REQUIRED,
             f"No session: send the {SESSION_HEADER} header (from POST /sessions or POST /reset), "
             f"or call POST /reset first with a cookie-keeping client",
@@ -197,5 +197,5 @@ async def call(name: str, request: Request, body: CallRequest | None = None) -> 
 
 
 def protocol_error_response(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ProtocolError)
+    assert isinstance(exc, RequestRefused)
     return JSONResponse(status_code=exc.http_status, content={"detail": exc.payload()})

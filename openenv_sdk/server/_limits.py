@@ -15,7 +15,7 @@ import re
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..types import ErrorCode
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 
 __all__ = ["DEFAULT_MAX_JSON_DEPTH", "BodyLimitMiddleware", "check_json_text", "json_depth"]
 
@@ -44,17 +44,17 @@ def check_json_text(raw: bytes, *, max_depth: int) -> str:
     """`raw` decoded as UTF-8, refused when it is not UTF-8 or nests deeper than `max_depth`.
 
     Raises:
-        ProtocolError: `INVALID_JSON`, saying which.
+        RequestRefused: `INVALID_JSON`, saying which.
     """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ProtocolError(
+        raise RequestRefused(
             ErrorCode.INVALID_JSON, f"Invalid JSON: the message is not UTF-8 ({e.reason} at byte {e.start})"
         ) from e
     depth = json_depth(raw, at_most=max_depth)
     if depth > max_depth:
-        raise ProtocolError(
+        raise RequestRefused(
             ErrorCode.INVALID_JSON,
             f"Invalid JSON: nested {depth} levels deep; the limit is {max_depth}",
             details={"max_json_depth": max_depth},
@@ -101,7 +101,7 @@ class BodyLimitMiddleware:
         if body:
             try:
                 check_json_text(body, max_depth=self.max_json_depth)
-            except ProtocolError as e:
+            except RequestRefused as e:
                 await self._send_error(send, e, jsonrpc=scope.get("path") == "/mcp")
                 return
         replayed = False
@@ -116,12 +116,12 @@ class BodyLimitMiddleware:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send, size: int) -> None:
-        error = ProtocolError(
+        error = RequestRefused(
             ErrorCode.MESSAGE_TOO_LARGE, f"Request body of {size} bytes exceeds the limit of {self.max_bytes} bytes"
         )
         await self._send_error(send, error, jsonrpc=False)
 
-    async def _send_error(self, send: Send, error: ProtocolError, *, jsonrpc: bool) -> None:
+    async def _send_error(self, send: Send, error: RequestRefused, *, jsonrpc: bool) -> None:
         if jsonrpc:  # what a JSON-RPC client of /mcp can read: a parse error, with our code in `data`
             content = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": error.message, "data": error.payload()}}
         else:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ..environment import Environment
 from ..types import ErrorCode
 from ._config import ServerConfig
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 from ._protocols import Connection
 from ._session import Session
 from ._worker import AbandonedCalls, AffinityPool, LoopHandoff, WorkerPool, guard_sync
@@ -108,13 +108,13 @@ class SessionManager:
 
     async def create(self, kind: str) -> Session:
         if len(self.sessions) >= self.max_sessions:
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.CAPACITY_REACHED,
                 f"Server at capacity: {len(self.sessions)} of {self.max_sessions} sessions in use",
                 details={"active_sessions": len(self.sessions), "max_sessions": self.max_sessions},
             )
         if self.abandoned.full:
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.CAPACITY_REACHED,
                 f"Server at capacity: {self.abandoned.count} calls that timed out still run on their threads "
                 f"(max_abandoned_threads is {self.abandoned.limit}); new sessions wait until some end",
@@ -124,7 +124,7 @@ class SessionManager:
         try:
             env = guard_sync(self.env_factory)
         except Exception as e:
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.FACTORY_ERROR, f"Could not create the environment: {type(e).__name__}: {e}"
             ) from e
         session = Session(self, session_id, env, kind)
@@ -139,7 +139,7 @@ class SessionManager:
         if session is None:
             idle_timeout_s = self.config.idle_timeout_s
             reaped = f", reaped after {idle_timeout_s:g} s idle" if idle_timeout_s is not None else ""
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.SESSION_NOT_FOUND,
                 f"No session {session_id[:64]!r}: it was closed{reaped}, or never existed. "
                 f"Create one with POST /sessions or POST /reset.",

@@ -16,7 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from ._mcp_compat import INVALID_PARAMS, mcp_tool_list, token_from_request
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -53,7 +53,7 @@ def build_mcp_server(state: ServerState) -> Server[Any]:
         session = _bound_session(state, ctx.request)
         try:
             outcome = await session.mcp_tool_call(params.name, params.arguments or {})
-        except ProtocolError as e:
+        except RequestRefused as e:
             raise MCPError(INVALID_PARAMS, e.message, data={"code": e.code.value}) from e
         return types.CallToolResult.model_validate(outcome.mcp_result())
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..types import ErrorCode
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 
 if TYPE_CHECKING:
     from ..environment import Environment
@@ -115,7 +115,7 @@ async def handle_jsonrpc(
             )
         try:
             outcome = await session.mcp_tool_call(name, arguments)
-        except ProtocolError as e:
+        except RequestRefused as e:
             return _error(INVALID_PARAMS, e.message, rid, data={"code": e.code.value})
         result = outcome.mcp_result()
     else:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from ..tools import validation_message
 from ..types import ErrorCode
 
-__all__ = ["HTTP_STATUS", "ProtocolError"]
+__all__ = ["HTTP_STATUS", "RequestRefused"]
 
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.INVALID_JSON: 400,
@@ -30,7 +30,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
 }
 
 
-class ProtocolError(Exception):
+class RequestRefused(Exception):
     """A request the server refuses, with its wire code. The session and the server go on."""
 
     def __init__(self, code: ErrorCode, message: str, *, details: dict[str, Any] | None = None) -> None:
@@ -40,7 +40,7 @@ class ProtocolError(Exception):
         self.details = details or {}
 
     @classmethod
-    def from_validation(cls, e: ValidationError, context: str) -> ProtocolError:
+    def from_validation(cls, e: ValidationError, context: str) -> RequestRefused:
         errors = [
             {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]} for err in e.errors(include_url=False)
         ]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tracing
 from ..types import ErrorCode
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 from ._worker import Call, CallRunner, FutureJob, PinnedLane, SessionLane, SessionWorker, guard_async, guard_sync
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class SessionRunner:
 
     def check_not_busy(self) -> None:
         if self.busy:
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.SESSION_BUSY,
                 f"A previous call in this session ({self._hung_what}) is still running on its thread; "
                 f"this session takes calls again once it ends (other sessions are not affected). "

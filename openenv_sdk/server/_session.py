@@ -36,7 +36,7 @@ from ..types import (
     ToolErrorType,
 )
 from ._outcome import ToolOutcome
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 from ._runner import SessionRunner, is_coroutine_function
 from ._transcript import Transcript, cut
 from ._wire import accepted_kwargs, cap_result, parse_tool_action, serialize_observation
@@ -65,7 +65,7 @@ def _shielded(method: _F) -> _F:
             return await guard_async(method(self, *args, **kwargs))
         except EnvironmentAborted as e:
             logger.warning("session %s: the environment raised %s", self.id[:8], e)
-            raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"The environment raised {e}") from e
+            raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"The environment raised {e}") from e
 
     return wrapper  # type: ignore[return-value]
 
@@ -84,7 +84,7 @@ def _observed(call: str) -> Callable[[_F], _F]:
                 result = await method(self, *args, **kwargs)
                 outcome = result.outcome if isinstance(result, ToolOutcome) else "ok"
                 return result
-            except ProtocolError as e:
+            except RequestRefused as e:
                 outcome = e.code.value.lower()
                 raise
             finally:
@@ -177,7 +177,7 @@ class Session:
         try:
             request = ResetRequest.model_validate(data or {})
         except ValidationError as e:
-            raise ProtocolError.from_validation(e, "Invalid reset arguments") from e
+            raise RequestRefused.from_validation(e, "Invalid reset arguments") from e
         kwargs: dict[str, Any] = {"seed": request.seed, "episode_id": request.episode_id, **(request.model_extra or {})}
         env = self.env
         fn = env.reset_async if _overrides(env, "reset_async") else env.reset  # type: ignore[attr-defined]
@@ -190,14 +190,14 @@ class Session:
 
     def require_reset(self, what: str) -> None:
         if not self.has_reset:
-            raise ProtocolError(ErrorCode.NOT_RESET, f"{what} before reset: call reset first to start an episode")
+            raise RequestRefused(ErrorCode.NOT_RESET, f"{what} before reset: call reset first to start an episode")
 
     @_shielded
     @_observed("step")
     async def step(self, data: dict[str, Any] | None) -> dict[str, Any]:
         self.require_reset("step")
         if data is None:
-            raise ProtocolError(ErrorCode.VALIDATION_ERROR, "step needs an action object in `data`")
+            raise RequestRefused(ErrorCode.VALIDATION_ERROR, "step needs an action object in `data`")
         env = self.env
         tool_action = parse_tool_action(type(env), data)
         if tool_action is not None:
@@ -206,7 +206,7 @@ class Session:
         try:
             action = type(env).action_type.model_validate(data)
         except ValidationError as e:
-            raise ProtocolError.from_validation(e, f"Invalid action for {type(env).__name__}") from e
+            raise RequestRefused.from_validation(e, f"Invalid action for {type(env).__name__}") from e
         fn = env.step_async if _overrides(env, "step_async") else env.step  # type: ignore[attr-defined]
         if self._lock is None or not self._lock.locked():
             if not type(env).BLOCKING and not is_coroutine_function(fn):
@@ -240,10 +240,10 @@ class Session:
             if inspect.isawaitable(state):
                 state = await guard_async(state)
             return state.model_dump(mode="json") if hasattr(state, "model_dump") else dict(state or {})
-        except (ProtocolError, EnvironmentAborted):
+        except (RequestRefused, EnvironmentAborted):
             raise
         except Exception as e:
-            raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"state raised {type(e).__name__}: {e}") from e
+            raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"state raised {type(e).__name__}: {e}") from e
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
@@ -258,7 +258,7 @@ class Session:
             return self.transcript
         calls = type(self.env).orchestrator_calls
         if name not in calls:
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.UNKNOWN_CALL,
                 f"Unknown orchestrator call {name!r}.{did_you_mean(name, [*calls, 'transcript'])} "
                 f"Available: {sorted([*calls, 'transcript'])}",
@@ -270,7 +270,7 @@ class Session:
                 raise TypeError(f"arguments must be an object, got {type(arguments).__name__}")
             inspect.signature(fn).bind(**arguments)
         except TypeError as e:
-            raise ProtocolError(ErrorCode.VALIDATION_ERROR, f"Bad arguments for {name!r}: {e}") from e
+            raise RequestRefused(ErrorCode.VALIDATION_ERROR, f"Bad arguments for {name!r}: {e}") from e
         async with self.lock:
             result = await self._call_env(fn, kwargs=arguments)
         return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
@@ -292,12 +292,12 @@ class Session:
     @_observed("tool")
     async def mcp_tool_call(self, name: str, arguments: dict[str, Any] | None) -> ToolOutcome:
         """Run one tool called over MCP. A failure is an outcome (an `isError: true` result),
-        except an unknown tool, which raises `ProtocolError(VALIDATION_ERROR)` (MCP answers it as
+        except an unknown tool, which raises `RequestRefused(VALIDATION_ERROR)` (MCP answers it as
         a protocol error, -32602, as the MCP spec says), and a call before reset (`NOT_RESET`)."""
         self.require_reset(f"tool call {name!r}")
         spec = type(self.env).tool_specs.get(name)
         if spec is None:
-            raise ProtocolError(ErrorCode.VALIDATION_ERROR, self._unknown_tool(name), details={"tool": name})
+            raise RequestRefused(ErrorCode.VALIDATION_ERROR, self._unknown_tool(name), details={"tool": name})
         return await self._run_tool(spec, name, arguments, "mcp")
 
     def _unknown_tool(self, name: str) -> str:
@@ -318,7 +318,7 @@ class Session:
             self.touch()
             try:
                 value = await self._runner.run(fn, kwargs=kwargs, timeout_s=timeout_s, what=f"tool {name!r}")
-            except ProtocolError:  # SESSION_BUSY
+            except RequestRefused:  # SESSION_BUSY
                 raise
             except TimeoutError:
                 message = f"Tool {name!r} timed out after {timeout_s:g} s"
@@ -352,13 +352,13 @@ class Session:
         self.touch()
         try:
             return await self._runner.run(fn, args, kwargs)
-        except ProtocolError:
+        except RequestRefused:
             raise
         except ValidationError as e:
-            raise ProtocolError.from_validation(e, f"{fn.__name__} built an invalid model") from e
+            raise RequestRefused.from_validation(e, f"{fn.__name__} built an invalid model") from e
         except Exception as e:
             logger.warning("session %s: %s raised %s: %s", self.id[:8], fn.__name__, type(e).__name__, e)
-            raise ProtocolError(ErrorCode.EXECUTION_ERROR, f"{fn.__name__} raised {type(e).__name__}: {e}") from e
+            raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"{fn.__name__} raised {type(e).__name__}: {e}") from e
 
     async def aclose(self) -> None:
         """Close the environment. When a call still runs on the session's thread, `close()`

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..tasks import TaskIndex, TaskSplit
 from ..types import ErrorCode
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 
 if TYPE_CHECKING:
     from ._state import ServerState
@@ -64,7 +64,7 @@ class GetTaskRangeRequest(BaseModel):
 async def _index(request: Request, env_name: str | None) -> TaskIndex:
     state: ServerState = request.app.state.openenv
     if env_name is not None and env_name.lower() not in (state.env_cls.name.lower(), state.env_cls.__name__.lower()):
-        raise ProtocolError(
+        raise RequestRefused(
             ErrorCode.VALIDATION_ERROR,
             f"unknown environment {env_name!r}: this server serves {state.env_cls.name!r} (GET /list_environments)",
         )
@@ -73,7 +73,7 @@ async def _index(request: Request, env_name: str | None) -> TaskIndex:
         try:
             index = await run_in_threadpool(lambda: TaskIndex(state.env_cls.tasks()))
         except Exception as e:
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.EXECUTION_ERROR, f"{state.env_cls.__name__}.tasks() failed: {type(e).__name__}: {e}"
             ) from e
         request.app.state.openenv_tasks = index
@@ -84,7 +84,7 @@ def _lookup(call: Any, *args: Any) -> Any:
     try:
         return call(*args)
     except LookupError as e:
-        raise ProtocolError(ErrorCode.VALIDATION_ERROR, str(e)) from e
+        raise RequestRefused(ErrorCode.VALIDATION_ERROR, str(e)) from e
 
 
 @router.get("/list_environments")

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ..environment import Environment
 from ..types import Action, CallToolAction, ErrorCode, ListToolsAction, Observation, ToolCallAction
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 from ._transcript import cut
 
 __all__ = ["accepted_kwargs", "cap_result", "parse_tool_action", "serialize_observation"]
@@ -31,9 +31,9 @@ def parse_tool_action(env_cls: type[Environment[Any, Any, Any]], data: dict[str,
                 return None
             return ToolCallAction.model_validate(data)
     except ValidationError as e:
-        raise ProtocolError.from_validation(e, "Invalid tool-call action") from e
+        raise RequestRefused.from_validation(e, "Invalid tool-call action") from e
     if _takes_tool_calls(env_cls):
-        raise ProtocolError(
+        raise RequestRefused(
             ErrorCode.VALIDATION_ERROR,
             f"{env_cls.__name__} takes tool calls: send {{'tool': name, 'arguments': {{...}}}}; "
             f"tools: {sorted(env_cls.tool_specs)}",
@@ -46,7 +46,7 @@ def serialize_observation(obs: Observation) -> dict[str, Any]:
     beside it (metadata kept in both places, as OpenEnv does). The shape is `StepResult`'s; the
     observation model has validated every field already, so the dict is built directly (hot path)."""
     if not isinstance(obs, Observation):
-        raise ProtocolError(
+        raise RequestRefused(
             ErrorCode.EXECUTION_ERROR, f"reset/step must return an Observation, got {type(obs).__name__}"
         )
     body = obs.model_dump(mode="json", exclude={"done", "reward"})
@@ -64,7 +64,7 @@ def accepted_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str,
     unknown = [k for k, v in kwargs.items() if k not in names and v is not None]
     if unknown:
         accepted = sorted(names - {"self"})
-        raise ProtocolError(
+        raise RequestRefused(
             ErrorCode.VALIDATION_ERROR,
             f"reset got unknown field(s) {unknown}; this environment's reset accepts {accepted}",
         )

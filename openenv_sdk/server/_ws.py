@@ -25,7 +25,7 @@ from .. import tracing
 from ..types import WS_REPLY_TYPE, ErrorCode, SessionInfo, WSRequest
 from ._limits import check_json_text
 from ._mcp_compat import handle_jsonrpc
-from ._protocol import ProtocolError
+from ._protocol import RequestRefused
 from ._protocols import OVERSIZE_KEY, salvage_id
 from ._tracing import handle_traced
 
@@ -52,7 +52,7 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
     await websocket.accept()
     try:
         session = await state.sessions.create("ws")
-    except ProtocolError as e:
+    except RequestRefused as e:
         await websocket.send_text(_dump("error", e.payload(), None))
         await websocket.close(code=1013, reason=e.code.value)
         return
@@ -62,7 +62,7 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             why = f"{state.sessions.idle_timeout_s:g} s idle"
         else:
             why = f"it was not reset within {state.sessions.unreset_grace_s:g} s (unreset_grace_s)"
-        error = ProtocolError(ErrorCode.SESSION_ERROR, f"Session closed after {why}")
+        error = RequestRefused(ErrorCode.SESSION_ERROR, f"Session closed after {why}")
         if websocket.client_state is WebSocketState.CONNECTED:
             await websocket.send_text(_dump("error", error.payload(), None))
             await websocket.close(code=1001, reason="idle timeout")
@@ -85,7 +85,7 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
                     await websocket.send_text(_dump("error", error.payload(), oversize["id"]))
                     continue
                 text = check_json_text(raw, max_depth=state.config.max_json_depth)
-            except ProtocolError as error:
+            except RequestRefused as error:
                 await websocket.send_text(_dump("error", error.payload(), _salvage_id_of(raw)))
                 continue
             if tracing.enabled():
@@ -125,9 +125,9 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
         request_id = _salvage_id(text)
         if any(err["type"] == "json_invalid" for err in e.errors()):
             # pydantic's message already reads "Invalid JSON: <reason>"
-            error = ProtocolError(ErrorCode.INVALID_JSON, e.errors()[0]["msg"])
+            error = RequestRefused(ErrorCode.INVALID_JSON, e.errors()[0]["msg"])
         else:
-            error = ProtocolError.from_validation(e, "Invalid message")
+            error = RequestRefused.from_validation(e, "Invalid message")
         return _dump("error", error.payload(), request_id), False
     session.touch()
     kind = request.type
@@ -148,14 +148,14 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
             body = request.data or {}
             name = body.get("name")
             if not isinstance(name, str):
-                raise ProtocolError(ErrorCode.VALIDATION_ERROR, "call needs data.name (the orchestrator call)")
+                raise RequestRefused(ErrorCode.VALIDATION_ERROR, "call needs data.name (the orchestrator call)")
             data = {"name": name, "result": await session.call(name, body.get("arguments"))}
         else:
-            raise ProtocolError(
+            raise RequestRefused(
                 ErrorCode.UNKNOWN_TYPE,
                 f"Unknown message type {kind!r}; expected one of reset, step, state, close, mcp, session, call",
             )
-    except ProtocolError as e:
+    except RequestRefused as e:
         return _dump("error", e.payload(), request.id), False
     return _dump(WS_REPLY_TYPE[kind], data, request.id), False
 
@@ -234,8 +234,8 @@ def _may_wait(env_cls: type[Environment[Any, Any, Any]]) -> bool:
     return known
 
 
-def _too_large(size: int, max_bytes: int) -> ProtocolError:
-    return ProtocolError(
+def _too_large(size: int, max_bytes: int) -> RequestRefused:
+    return RequestRefused(
         ErrorCode.MESSAGE_TOO_LARGE,
         f"Message of {size} bytes exceeds the limit of {max_bytes} bytes (max_message_bytes)",
         details={"max_message_bytes": max_bytes, "message_bytes": size},
