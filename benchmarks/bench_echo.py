@@ -79,6 +79,7 @@ OPENENV_PYTHON = BENCH_DIR / "openenv-venv" / "bin" / "python"
 TOOLS_PYTHON = BENCH_DIR / "tools" / "bin" / "python"
 OURS_SERVE = REPO_ROOT / ".venv" / "bin" / "openenv"
 BLOCKING_ECHO_DIR = "benchmarks/echo_blocking"
+FREE_ECHO_DIR = "benchmarks/echo_blocking_free"
 BARE_MCP_SERVER = REPO_ROOT / "benchmarks" / "bare_mcp_server.py"
 BARE_WS_SERVER = REPO_ROOT / "benchmarks" / "bare_ws_echo_server.py"
 DOCS_MD = REPO_ROOT / "docs" / "benchmarks.md"
@@ -216,6 +217,16 @@ def blocking_echo_target() -> Target:
         "--max-sessions", "{max_sessions}", "--log-level", "warning", "--no-auth",
     )  # fmt: skip
     return Target("ours-blocking", argv, "ours")
+
+
+def free_threaded_echo_target() -> Target:
+    """The BLOCKING echo declared free-threaded (`THREAD_AFFINITY = False`): the shared pool,
+    what every BLOCKING environment got before sessions were pinned to a thread."""
+    argv = (
+        str(OURS_SERVE), "serve", FREE_ECHO_DIR, "--host", "127.0.0.1", "--port", "{port}",
+        "--max-sessions", "{max_sessions}", "--log-level", "warning", "--no-auth",
+    )  # fmt: skip
+    return Target("ours-blocking-free", argv, "ours")
 
 
 def bare_mcp_target() -> Target:
@@ -1321,6 +1332,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--no-ceiling", action="store_true", help="skip the harness ceiling")
     p.add_argument(
+        "--free-threaded-echo",
+        action="store_true",
+        help="also serve the BLOCKING echo with THREAD_AFFINITY = False (the shared pool, no pinning)",
+    )
+    p.add_argument(
         "--no-blocking-echo",
         action="store_true",
         help="skip our server on the echo environment with BLOCKING = True (sync calls on worker threads)",
@@ -1389,6 +1405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         targets.append(ours_target(args.ours_cmd, args.ours_protocol))
         if not args.no_blocking_echo and not args.ours_cmd:
             targets.append(blocking_echo_target())
+        if args.free_threaded_echo:
+            targets.append(free_threaded_echo_target())
     if args.only in (None, "openenv"):
         if not OPENENV_PYTHON.exists():
             say(f"error: {OPENENV_PYTHON} not found; run: bash benchmarks/setup_openenv_venv.sh")

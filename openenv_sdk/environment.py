@@ -55,7 +55,7 @@ class Environment(Generic[ActT, ObsT, StateT]):
       - `None` (the default): always the same thread for a session, so what a call leaves bound
         to its thread (a `sqlite3` connection opened in `reset`, a C library's or a game
         engine's thread-local state) works in the next call (open such things in `reset`, not
-        `__init__`, which runs on the server's event loop). Up to 256 sessions at once each
+        `__init__`, which runs on the server's event loop). Up to 64 sessions at once each
         have a thread of their own; past that, sessions share threads (each session
         still on one), and a call that hangs can hold up the sessions on its thread.
       - `True`: a thread of its own for every session, however many (10,000 sessions hold

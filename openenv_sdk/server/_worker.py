@@ -9,7 +9,7 @@
 - By default a session's sync calls all run on one thread (`PinnedLane` on an `AffinityPool`),
   so that what a call leaves bound to its thread (a `sqlite3` connection, a C library's state)
   works in the next call: each session gets a thread of its own while fewer than `max_threads`
-  (256) run, then sessions share them, pinned to one each; a new session is never pinned to a
+  (64) run, then sessions share them, pinned to one each; a new session is never pinned to a
   thread whose call has run past `stall_s`. `THREAD_AFFINITY = True` gives each session a
   dedicated thread (`SessionWorker`) whatever the count; `THREAD_AFFINITY = False` (the class is
   free-threaded) runs its calls on any thread of the shared `WorkerPool` (`SessionLane`).
@@ -529,7 +529,7 @@ class AffinityPool:
     def __init__(
         self,
         *,
-        max_threads: int = 256,
+        max_threads: int = 64,
         idle_timeout_s: float = 10.0,
         stall_s: float = 0.05,
         name: str = "openenv-pinned",

@@ -201,7 +201,7 @@ def test_sessions_between_calls_hold_no_thread() -> None:
         finally:
             for ws in sockets:
                 ws.close()
-    with serve(create_app(ProbeEnv)) as url:  # the default: pinned, a thread each under 256 sessions
+    with serve(create_app(ProbeEnv)) as url:  # the default: pinned, a thread each under 64 sessions
         sockets = [connect(ws_url(url)) for _ in range(40)]
         try:
             for ws in sockets:

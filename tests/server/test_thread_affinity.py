@@ -90,7 +90,7 @@ def test_a_free_threaded_class_with_a_thread_bound_resource_fails_under_load() -
 
 
 def test_pinned_sessions_get_threads_of_their_own_then_share() -> None:
-    pool = AffinityPool(max_threads=4, idle_timeout_s=5.0)
+    pool = AffinityPool(max_threads=4, idle_timeout_s=5.0, name="test-pinned")
     lanes = [PinnedLane(pool) for _ in range(10)]
     idents = [lane.submit(threading.get_ident).result(timeout=5) for lane in lanes]
     assert len(set(idents[:4])) == 4 and pool.threads == 4  # one each while under max_threads
@@ -103,7 +103,7 @@ def test_pinned_sessions_get_threads_of_their_own_then_share() -> None:
 
 
 def test_a_new_session_is_not_pinned_behind_a_call_that_hangs() -> None:
-    pool = AffinityPool(max_threads=1, idle_timeout_s=5.0, stall_s=0.05)
+    pool = AffinityPool(max_threads=1, idle_timeout_s=5.0, stall_s=0.05, name="test-pinned")
     release = threading.Event()
     hung = PinnedLane(pool)
     hung_future = hung.submit(release.wait, 30)
@@ -115,6 +115,9 @@ def test_a_new_session_is_not_pinned_behind_a_call_that_hangs() -> None:
     finally:
         release.set()
     assert hung_future.result(timeout=5) is True
+    hung.shutdown()
+    fresh.shutdown()
+    pool.shutdown()
 
 
 @pytest.mark.parametrize("affinity", [None, True])
