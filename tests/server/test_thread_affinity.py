@@ -70,16 +70,26 @@ def _play(url: str, barrier: threading.Barrier) -> list[str]:
     return errors
 
 
-def _run_sessions(env_cls: type[Environment]) -> list[str]:
+def _run_sessions(env_cls: type[Environment], *, pinned_threads: int | None = None) -> list[str]:
     barrier = threading.Barrier(SESSIONS)
-    with serve(create_app(env_cls)) as url, ThreadPoolExecutor(SESSIONS) as pool:
+    app = create_app(env_cls)
+    if pinned_threads is not None:  # fewer threads than sessions: they share, each pinned to one
+        app.state.openenv.sessions.pinned = AffinityPool(max_threads=pinned_threads)
+    with serve(app) as url, ThreadPoolExecutor(SESSIONS) as pool:
         results = list(pool.map(lambda _: _play(url, barrier), range(SESSIONS)))
+    if pinned_threads is not None:
+        # they shared (a thread whose call ran past 50 ms takes no new session: more may start)
+        assert app.state.openenv.sessions.pinned.threads < SESSIONS
     return [error for errors in results for error in errors]
 
 
 def test_sqlite_opened_in_reset_works_under_32_concurrent_sessions() -> None:
     assert SqliteQuiz.THREAD_AFFINITY is None  # no flag: the default
     assert _run_sessions(SqliteQuiz) == []
+
+
+def test_sessions_sharing_pinned_threads_keep_their_thread() -> None:
+    assert _run_sessions(SqliteQuiz, pinned_threads=4) == []  # 32 sessions on 4 threads
 
 
 def test_a_free_threaded_class_with_a_thread_bound_resource_fails_under_load() -> None:
