@@ -124,20 +124,20 @@ TRANSIENT_LOOKING_ID = "a429b500c502d503e504f524"
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_a_wrong_key_stops_the_agent_at_once(name: str) -> None:
     run, seen = demo.run_refused(installed(name), wrong_key=True, cache_dir=CACHE, rollout_id=TRANSIENT_LOOKING_ID)
-    assert run.exit_code != 0 and not run.timed_out
+    assert run.exit_code != 0 and not run.timed_out, run
     assert seen == [], "a refused call never reaches the trainer"
-    assert run.duration_s < 30, run.duration_s
-    assert "401" in run.stdout_tail + run.stderr_tail or "secret" in run.stdout_tail + run.stderr_tail
+    assert run.duration_s < 30, run
+    assert "401" in run.stdout_tail + run.stderr_tail or "secret" in run.stdout_tail + run.stderr_tail, run
 
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_a_closed_rollout_stops_the_agent_after_one_refused_call(name: str) -> None:
     run, seen = demo.run_refused(installed(name), wrong_key=False, cache_dir=CACHE, rollout_id=TRANSIENT_LOOKING_ID)
-    assert run.exit_code != 0 and not run.timed_out
+    assert run.exit_code != 0 and not run.timed_out, run
     assert len(seen) == 1, [r.index for r in seen]
-    assert run.duration_s < 30, run.duration_s
-    assert "410" in run.stdout_tail + run.stderr_tail or "ended" in run.stdout_tail + run.stderr_tail
+    assert run.duration_s < 30, run
+    assert "410" in run.stdout_tail + run.stderr_tail or "ended" in run.stdout_tail + run.stderr_tail, run
 
 
 def test_each_install_is_pinned_and_reaches_only_its_registry() -> None:
