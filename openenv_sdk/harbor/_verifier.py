@@ -27,7 +27,7 @@ import shlex
 
 from pydantic import BaseModel, Field
 
-from openenv_sdk.grading.shell_lint import runs_agent_code
+from openenv_sdk.grading.shell_lint import logical_lines, runs_agent_code
 
 from ._task import HarborTask
 
@@ -136,27 +136,12 @@ def plan_verifier(task: HarborTask, workdir: str) -> VerifierPlan:
     return plan
 
 
-def _logical_lines(script: str) -> list[str]:
-    """The script's lines with backslash continuations joined (each kept as written otherwise)."""
-    lines: list[str] = []
-    pending = ""
-    for line in script.splitlines():
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        lines.append(pending + line)
-        pending = ""
-    if pending:
-        lines.append(pending)
-    return lines
-
-
 def _offline(script: str, plan: VerifierPlan) -> str | None:
     """`test.sh` with its tool installs dropped and `uvx ... pytest ARGS` run as `$PYTHON -m pytest ARGS`
     (the rest, such as how it writes the reward, kept); None, with the problem, when the network
     is still needed after that."""
     out, changed, extra = [], [], []
-    for line in _logical_lines(script):
+    for line in logical_lines(script):
         stripped = line.strip()
         if _INSTALL_LINE.match(stripped):
             out.append(f"{_DROPPED} {stripped}")
