@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import json
-import os
 import shlex
 import socket
 import sys
@@ -39,6 +37,7 @@ from pydantic import ValidationError
 
 from ..sandbox import CommandResult, Egress, Isolation, isolation_mode, launch_egress, relay_url
 from ..sandbox._allowlist import is_ip_literal
+from ..sandbox._network import operator_pins
 from ..tools import orchestrator
 from .spec import AgentLaunch, AgentRun, render_agent_command
 
@@ -144,17 +143,7 @@ def install_pins(allow: list[str]) -> dict[str, str]:
     Raises:
         ValueError: the variable is not a JSON object of names to addresses.
     """
-    raw = os.environ.get(INSTALL_PINS_ENV, "").strip()
-    if not raw:
-        return {}
-    try:
-        pins = json.loads(raw)
-    except ValueError as e:
-        raise ValueError(f"${INSTALL_PINS_ENV} is not JSON: {e}") from None
-    if not isinstance(pins, dict) or not all(isinstance(k, str) and isinstance(v, str) and is_ip_literal(v) for k, v in pins.items()):
-        raise ValueError(f"${INSTALL_PINS_ENV} must be a JSON object of host names to IP addresses")
-    names = {entry.rsplit(":", 1)[0].lower() for entry in allow}
-    return {name.lower(): address for name, address in pins.items() if name.lower() in names}
+    return operator_pins(INSTALL_PINS_ENV, allow)
 
 
 def model_egress_of(base_url: str) -> tuple[Egress, str]:
