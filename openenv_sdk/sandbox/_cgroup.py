@@ -212,16 +212,21 @@ def _counter(path: Path, key: str) -> int:
     return 0
 
 
+def _kill_members(folder: Path) -> None:
+    """SIGKILL every process in the cgroup `folder` (v2's `cgroup.kill` where there is one)."""
+    if (folder / "cgroup.kill").exists():
+        with contextlib.suppress(OSError):
+            _write(folder / "cgroup.kill", "1")
+    for pid in _pids(folder):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _kill_and_remove(folder: Path, *, timeout_s: float) -> bool:
     """SIGKILL every process in the cgroup `folder` until it can be removed; whether it was."""
     deadline = time.monotonic() + timeout_s
     while True:
-        if (folder / "cgroup.kill").exists():
-            with contextlib.suppress(OSError):
-                _write(folder / "cgroup.kill", "1")
-        for pid in _pids(folder):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_members(folder)
         try:
             folder.rmdir()
             return True
@@ -388,12 +393,7 @@ class SessionCgroup:
     def kill(self) -> None:
         """SIGKILL every process in the session's cgroup (once)."""
         for folder in dict.fromkeys(self.dirs.values()):
-            if (folder / "cgroup.kill").exists():
-                with contextlib.suppress(OSError):
-                    _write(folder / "cgroup.kill", "1")
-            for pid in _pids(folder):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+            _kill_members(folder)
 
     def remove(self, *, timeout_s: float = 5.0) -> bool:
         """Kill what is left and remove the cgroup; whether every folder went."""
