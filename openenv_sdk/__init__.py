@@ -21,6 +21,7 @@ from .errors import (
     ServerTimeout,
     SessionError,
     ToolCallError,
+    ToolFailure,
     TransportError,
 )
 from .tools import orchestrator, tool
@@ -115,6 +116,7 @@ __all__ = [
     "State",
     "ToolCallAction",
     "ToolCallError",
+    "ToolFailure",
     "ToolError",
     "ToolErrorType",
     "TransportError",

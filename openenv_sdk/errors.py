@@ -13,6 +13,7 @@
     │   ├── SessionError             SESSION_NOT_FOUND / SESSION_REQUIRED / SESSION_ERROR / NOT_RESET / SESSION_BUSY
     │   ├── AuthenticationError      UNAUTHORIZED: a missing or wrong orchestrator token
     │   └── ToolCallError            an MCP tool call was refused (unknown tool, unbound session)
+    ├── ToolFailure                  an environment's tool reports a failure to the agent (an `isError` result)
     ├── TransportError               the connection failed or closed under a request
     │   └── RequestTimeout           no answer within the client's `timeout_s`
     ├── ClientStateError             a closed client was used, or one used before `reset`
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import ErrorCode
+from .types import ErrorCode, ToolErrorType
 
 __all__ = [
     "AuthenticationError",
@@ -52,6 +53,7 @@ __all__ = [
     "ServerTimeout",
     "SessionError",
     "ToolCallError",
+    "ToolFailure",
     "TransportError",
     "error_class",
 ]
@@ -127,7 +129,47 @@ class SessionError(ServerError):
 
 
 class ToolCallError(ServerError):
-    """A tool call could not be made (unknown tool, timeout)."""
+    """A tool call could not be made (unknown tool, unbound session).
+
+    Attributes:
+        error_type: the `ToolErrorType` that `step` reports for the same mistake
+            (`tool_not_found` for an unknown tool); None for a refusal `step` has no type for.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        details: dict[str, Any] | None = None,
+        error_type: ToolErrorType | None = None,
+    ) -> None:
+        super().__init__(message, code=code, details=details)
+        self.error_type = error_type
+
+
+class ToolFailure(OpenEnvError):
+    """Raised by an environment's tool to tell the agent that the call failed, and why.
+
+    The server turns it into the call's failure, as it does any exception a tool raises: an
+    `isError: true` result over MCP and `CallToolObservation.error` through `step`, and the
+    session goes on. The text is `Tool '<name>' failed: <message>` (no class name: the message
+    is written for the agent), and `step` reports `error_type`.
+
+        @tool
+        def read_file(self, path: str) -> str:
+            if not self._exists(path):
+                raise ToolFailure(f"{path} does not exist; list_files shows what does")
+
+    Args:
+        message: what the agent reads.
+        error_type: what `step` reports: `execution_error` (the default), or `invalid_args`
+            for an argument that passed the schema but that the tool refuses.
+    """
+
+    def __init__(self, message: str, *, error_type: ToolErrorType = ToolErrorType.EXECUTION_ERROR) -> None:
+        super().__init__(message)
+        self.error_type = ToolErrorType(error_type)
 
 
 class TransportError(OpenEnvError):

@@ -16,8 +16,8 @@ def test_top_level_api() -> None:
         "InvalidActionError", "ListToolsAction", "ListToolsObservation", "LocalProcessProvider", "ManifestError",
         "Observation", "OpenEnvError", "Provider", "ProviderError", "RequestError", "RequestTimeout", "Score",
         "ServerConfig", "ServerError", "ServerTimeout", "SessionError", "State", "StepResult", "ToolCallAction",
-        "ToolCallError", "ToolError", "ToolErrorType", "TransportError", "agrade", "check_env", "create_app", "grade",
-        "orchestrator", "reward", "tool"
+        "ToolCallError", "ToolError", "ToolErrorType", "ToolFailure", "TransportError", "agrade", "check_env",
+        "create_app", "grade", "orchestrator", "reward", "tool"
     ]  # fmt: skip
     for name in openenv_sdk.__all__:
         assert getattr(openenv_sdk, name) is not None, name

@@ -37,14 +37,14 @@ from mini_swe_sandbox import (
 )
 from pydantic import Field
 
-from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk import Action, Environment, Observation, State, ToolErrorType, ToolFailure, orchestrator, tool
 from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import MAX_RUN_TIMEOUT_S, HiddenTestRun, check_solution_file, run_hidden_tests
 from openenv_sdk.sandbox import CommandResult
 from openenv_sdk.tasks import TaskRecord
 
-__all__ = ["MiniSweEnvironment", "MiniSweObservation", "MiniSweState", "TaskInfo", "ToolError", "task_ids", "tasks"]
+__all__ = ["MiniSweEnvironment", "MiniSweObservation", "MiniSweState", "TaskInfo", "task_ids", "tasks"]
 
 HERE = Path(__file__).resolve().parent
 TASKS_DIR = HERE / "tasks"
@@ -55,10 +55,6 @@ GRADING_INI = "[pytest]\naddopts =\npython_files = test_*.py *_test.py\n"
 _AGENT_KILL_AFTER_OUTPUT_BYTES = 64 * 1024 * 1024
 """An agent program runs for minutes and logs: it is killed past this much output (a tool
 command, shown to the model, past 64 times its kept output)."""
-
-
-class ToolError(Exception):
-    """A tool call the agent got wrong, or that cannot run; the agent sees the message."""
 
 
 @dataclass(frozen=True)
@@ -244,7 +240,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         dirs = self._workspace()
         limit = host().settings.command_timeout_s
         if timeout_s is not None and not timeout_s > 0:
-            raise ToolError(f"timeout_s must be positive, got {timeout_s}")
+            raise ToolFailure(f"timeout_s must be positive, got {timeout_s}", error_type=ToolErrorType.INVALID_ARGS)
         result = host().run(command, dirs, timeout_s=min(timeout_s or limit, limit))
         self._check_workspace_alive(result)
         return result.render()
@@ -430,9 +426,9 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
 
     def _workspace(self) -> SessionDirs:
         if self._dirs is None:
-            raise ToolError("No episode is running: the orchestrator has not called reset.")
+            raise ToolFailure("No episode is running: the orchestrator has not called reset.")
         if self.episode_done:
-            raise ToolError("The episode is over (submit() was called); no more tool calls are possible.")
+            raise ToolFailure("The episode is over (submit() was called); no more tool calls are possible.")
         return self._dirs
 
     def _check_workspace_alive(self, result: Any) -> None:
@@ -442,7 +438,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
             and self._dirs
             and not self._dirs.repo.is_dir()
         ):
-            raise ToolError(
+            raise ToolFailure(
                 "The repository directory was deleted, so this episode cannot go on. "
                 "Submit (the result will be graded as it is) or ask the orchestrator for a new episode."
             )
@@ -464,9 +460,9 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         except ValueError:
             answer = None
         if result.exit_code != 0 or not isinstance(answer, dict):
-            raise ToolError(f"{op} could not run: {result.render()[-1500:]}")
+            raise ToolFailure(f"{op} could not run: {result.render()[-1500:]}")
         if not answer.get("ok"):
-            raise ToolError(str(answer.get("error")))
+            raise ToolFailure(str(answer.get("error")))
         return str(answer["text"])
 
     def _discard_workspace(self) -> None:

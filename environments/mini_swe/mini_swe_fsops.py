@@ -23,17 +23,20 @@ SKIP_DIRS = {".git", "__pycache__", ".pytest_cache"}
 CONTEXT_LINES = 3
 
 
-class ToolFailure(Exception):
-    """A tool error the agent sees (bad path, snippet not found, ...)."""
+class OpRefused(Exception):
+    """An operation refused with a message for the agent (bad path, snippet not found, ...).
+
+    Not the SDK's `ToolFailure`: this module runs in the sandbox as `python -I -S`, where the SDK
+    cannot be imported; the message crosses as JSON and the server raises `ToolFailure` with it."""
 
 
 def resolve(root: str, path: str) -> str:
     """`path` (relative to `root`, or absolute inside it) as an absolute path inside `root`."""
     if not isinstance(path, str) or not path.strip() or "\0" in path:
-        raise ToolFailure("path must be a non-empty string")
+        raise OpRefused("path must be a non-empty string")
     full = os.path.normpath(os.path.join(root, path.strip()))
     if full != root and not full.startswith(root + os.sep):
-        raise ToolFailure(f"{path!r} is outside the repository; use a path relative to {root}")
+        raise OpRefused(f"{path!r} is outside the repository; use a path relative to {root}")
     return full
 
 
@@ -43,14 +46,14 @@ def rel(root: str, full: str) -> str:
 
 def _read_text(full: str, shown: str) -> str:
     if os.path.isdir(full):
-        raise ToolFailure(f"{shown} is a directory; use list_files to see what it holds")
+        raise OpRefused(f"{shown} is a directory; use list_files to see what it holds")
     data = _read_bytes(full, shown)
     if b"\0" in data[:8192]:
-        raise ToolFailure(f"{shown} is a binary file ({len(data)} bytes)")
+        raise OpRefused(f"{shown} is a binary file ({len(data)} bytes)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolFailure(f"{shown} is not UTF-8 text") from None
+        raise OpRefused(f"{shown} is not UTF-8 text") from None
 
 
 def _read_bytes(full: str, shown: str) -> bytes:
@@ -59,10 +62,10 @@ def _read_bytes(full: str, shown: str) -> bytes:
             return handle.read()
     except FileNotFoundError:
         if os.path.islink(full):
-            raise ToolFailure(f"{shown} is a symbolic link to {os.readlink(full)}, which does not exist") from None
-        raise ToolFailure(f"{shown} does not exist") from None
+            raise OpRefused(f"{shown} is a symbolic link to {os.readlink(full)}, which does not exist") from None
+        raise OpRefused(f"{shown} does not exist") from None
     except PermissionError:
-        raise ToolFailure(f"{shown}: Permission denied") from None
+        raise OpRefused(f"{shown}: Permission denied") from None
 
 
 def _numbered(lines: list[str], first: int) -> str:
@@ -82,11 +85,11 @@ def read_file(root: str, path: str, start_line: int = 1, end_line: int | None = 
     if total == 0:
         return f"{shown} is empty."
     if start_line < 1:
-        raise ToolFailure(f"start_line must be at least 1, got {start_line}")
+        raise OpRefused(f"start_line must be at least 1, got {start_line}")
     if start_line > total:
-        raise ToolFailure(f"start_line {start_line} is past the end of {shown} ({total} lines)")
+        raise OpRefused(f"start_line {start_line} is past the end of {shown} ({total} lines)")
     if end_line is not None and end_line < start_line:
-        raise ToolFailure(f"end_line {end_line} is before start_line {start_line}")
+        raise OpRefused(f"end_line {end_line} is before start_line {start_line}")
     last = min(total, end_line if end_line is not None else total, start_line + MAX_READ_LINES - 1)
     text = _numbered(lines[start_line - 1 : last], start_line)
     header = f"{shown} (lines {start_line}-{last} of {total})"
@@ -107,7 +110,7 @@ def list_files(root: str, path: str = ".") -> str:
     if not os.path.isdir(full):
         if os.path.exists(full):
             return shown
-        raise ToolFailure(f"{shown} does not exist")
+        raise OpRefused(f"{shown} does not exist")
     entries = []
     for dirpath, dirnames, filenames in _walk(full):
         entries += [rel(root, os.path.join(dirpath, d)) + "/" for d in dirnames]
@@ -124,15 +127,15 @@ def list_files(root: str, path: str = ".") -> str:
 
 def search(root: str, pattern: str, path: str = ".", regex: bool = False, ignore_case: bool = False) -> str:
     if not pattern:
-        raise ToolFailure("pattern must not be empty")
+        raise OpRefused("pattern must not be empty")
     flags = re.IGNORECASE if ignore_case else 0
     try:
         compiled = re.compile(pattern if regex else re.escape(pattern), flags)
     except re.error as e:
-        raise ToolFailure(f"invalid regular expression {pattern!r}: {e}") from None
+        raise OpRefused(f"invalid regular expression {pattern!r}: {e}") from None
     full = resolve(root, path)
     if not os.path.exists(full):
-        raise ToolFailure(f"{rel(root, full)} does not exist")
+        raise OpRefused(f"{rel(root, full)} does not exist")
     if os.path.isdir(full):
         files = [os.path.join(d, f) for d, _, names in _walk(full) for f in names]
     else:
@@ -185,24 +188,24 @@ def edit_file(root: str, path: str, old_str: str, new_str: str) -> str:
     full = resolve(root, path)
     shown = rel(root, full)
     if old_str == "":
-        raise ToolFailure("old_str must not be empty; use write_file to create or overwrite a file")
+        raise OpRefused("old_str must not be empty; use write_file to create or overwrite a file")
     if old_str == new_str:
-        raise ToolFailure("old_str and new_str are the same; nothing would change")
+        raise OpRefused("old_str and new_str are the same; nothing would change")
     if os.path.isdir(full):
-        raise ToolFailure(f"{shown} is a directory")
+        raise OpRefused(f"{shown} is a directory")
     if not os.path.lexists(full):
-        raise ToolFailure(f"{shown} does not exist; use write_file to create it")
+        raise OpRefused(f"{shown} does not exist; use write_file to create it")
     raw = _read_bytes(full, shown)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolFailure(f"{shown} is not UTF-8 text") from None
+        raise OpRefused(f"{shown} is not UTF-8 text") from None
     crlf = "\r\n" in text
     if crlf and "\r\n" not in old_str:  # the agent sees lines, not line endings
         old_str, new_str = old_str.replace("\n", "\r\n"), new_str.replace("\n", "\r\n")
     count = text.count(old_str)
     if count == 0:
-        raise ToolFailure(
+        raise OpRefused(
             f"old_str was not found in {shown}; it must match the file exactly, including whitespace.{_near_misses(text, old_str)}"
         )
     if count > 1:
@@ -211,7 +214,7 @@ def edit_file(root: str, path: str, old_str: str, new_str: str) -> str:
         while index != -1:
             starts.append(str(_line_of(text, index)))
             index = text.find(old_str, index + 1)
-        raise ToolFailure(
+        raise OpRefused(
             f"old_str occurs {count} times in {shown} (starting at lines {', '.join(starts)}); "
             f"include more surrounding lines so that it matches exactly once"
         )
@@ -230,7 +233,7 @@ def write_file(root: str, path: str, content: str) -> str:
     full = resolve(root, path)
     shown = rel(root, full)
     if full == root or os.path.isdir(full):
-        raise ToolFailure(f"{shown} is a directory")
+        raise OpRefused(f"{shown} is a directory")
     existed = os.path.exists(full)
     os.makedirs(os.path.dirname(full), exist_ok=True)
     with open(full, "w", encoding="utf-8", newline="") as handle:
@@ -253,7 +256,7 @@ def main() -> None:
     try:
         text = OPERATIONS[request["op"]](request["root"], **request["args"])
         answer = {"ok": True, "text": text}
-    except ToolFailure as e:
+    except OpRefused as e:
         answer = {"ok": False, "error": str(e)}
     except OSError as e:
         answer = {"ok": False, "error": f"{e.strerror or e}: {e.filename or ''}".rstrip(": ")}

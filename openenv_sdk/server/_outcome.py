@@ -5,10 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ToolFailure
 from ..tools import error_result
 from ..types import ToolError, ToolErrorType
 
-__all__ = ["ToolOutcome"]
+__all__ = ["ToolOutcome", "raised"]
+
+
+def raised(name: str, error: Exception) -> tuple[ToolErrorType, str]:
+    """The failure type and the agent's text for an exception that tool `name` raised.
+
+    `ToolFailure` is written for the agent: its message and its `error_type`, no class name.
+    Anything else is `execution_error`, with its class name (`ValueError: ...`).
+    """
+    if isinstance(error, ToolFailure):
+        return error.error_type, f"Tool {name!r} failed: {error}"
+    return ToolErrorType.EXECUTION_ERROR, f"Tool {name!r} failed: {type(error).__name__}: {error}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from ..types import (
     ToolCallAction,
     ToolErrorType,
 )
-from ._outcome import ToolOutcome
+from ._outcome import ToolOutcome, raised
 from ._protocol import RequestRefused
 from ._runner import SessionRunner, is_coroutine_function
 from ._transcript import Transcript, cut
@@ -324,8 +324,7 @@ class Session:
                 message = f"Tool {name!r} timed out after {timeout_s:g} s"
                 return self._tool_failure(name, arguments, source, ToolErrorType.TIMEOUT, message)
             except Exception as e:  # a failing tool is a result the agent sees (SystemExit included)
-                message = f"Tool {name!r} failed: {type(e).__name__}: {e}"
-                return self._tool_failure(name, arguments, source, ToolErrorType.EXECUTION_ERROR, message)
+                return self._tool_failure(name, arguments, source, *raised(name, e))
         try:
             result = guard_sync(tool_result, value)
             if "structuredContent" in result:  # strict JSON: what MCP and `step` send must parse anywhere

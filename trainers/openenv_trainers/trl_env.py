@@ -25,22 +25,18 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self
 
-from openenv_sdk.errors import TransportError
+from openenv_sdk.errors import ToolFailure, TransportError
 from openenv_sdk.rubric import Score, grade
 
 from .chat import tool_result_text
 from .sources import EnvSource
 
-__all__ = ["TRL_COLUMNS", "EnvironmentFactory", "ToolFailed", "python_tool_signature"]
+__all__ = ["TRL_COLUMNS", "EnvironmentFactory", "python_tool_signature"]
 
 TRL_COLUMNS = frozenset({"prompt", "completion", "images", "image", "environment"})
 """Dataset columns TRL reads itself; they are never passed to the environment's `reset`."""
 
 _RESERVED = frozenset({"reset", "get_reward"})
-
-
-class ToolFailed(RuntimeError):
-    """A tool reported an error (`isError`); TRL shows the policy `{"error": message}` and counts a failure."""
 
 
 def _hint(schema: Mapping[str, Any]) -> Any:
@@ -137,8 +133,10 @@ class _ToolEnvironment:
                 raise RuntimeError(f"tool {name!r} called before reset()")
             result = self._client.call_tool(name, **arguments)
         text, failed = tool_result_text(result)
-        if failed:
-            raise ToolFailed(text)
+        if failed:  # TRL shows the policy {"error": text} and counts a failed call
+            # The SDK's own class: these methods are TRL's tools, and a tool reports a failure so.
+            # MCP results carry no failure type, so `error_type` stays execution_error.
+            raise ToolFailure(text)
         return text
 
     def _close(self) -> None:

@@ -9,11 +9,9 @@ import pytest
 import torch
 from openenv_trainers.echo_task import echo_rows
 from openenv_trainers.sources import EnvSource
-from openenv_trainers.trl_env import (
-    EnvironmentFactory,
-    ToolFailed,
-    python_tool_signature,
-)
+from openenv_trainers.trl_env import EnvironmentFactory, python_tool_signature
+
+from openenv_sdk import ToolFailure
 
 from .conftest import WORDLE_DIR, cpu_grpo_args, echo_rubric
 
@@ -41,7 +39,7 @@ def test_a_wordle_folder_becomes_a_trl_environment_with_its_tools_and_grader() -
         # WordleGrader: 1.0 solved + 0.5 * 5/6 speed + 0.2 greens.
         assert env.get_reward() == pytest.approx(1.0 + 0.5 * 5 / 6 + 0.2)
         assert env.last_score is not None and env.last_score.components["solved"] == 1.0
-        with pytest.raises(ToolFailed, match="word: Input should be a valid string"):
+        with pytest.raises(ToolFailure, match="word: Input should be a valid string"):
             env.guess(word=123)
         provider = factory.source.provider
         assert provider is not None and provider.is_alive()

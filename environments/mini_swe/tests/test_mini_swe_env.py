@@ -9,7 +9,7 @@ from pathlib import Path
 
 import mini_swe_fsops as fsops
 import pytest
-from mini_swe_env import MiniSweEnvironment, ToolError, pick_task, task_ids, tasks
+from mini_swe_env import MiniSweEnvironment, pick_task, task_ids, tasks
 from mini_swe_sandbox import (
     SandboxHost,
     _process_identity,
@@ -21,6 +21,7 @@ from mini_swe_sandbox import (
 )
 from mini_swe_testkit import ENV_DIR, IS_ROOT, load_grader_module
 
+from openenv_sdk import ToolFailure
 from openenv_sdk.manifest import Sandbox
 
 # --- tasks ----------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def test_hidden_directory_is_closed_to_the_sandbox_user(env: MiniSweEnvironment)
 
 
 def _error(fn, *args, **kwargs) -> str:  # type: ignore[no-untyped-def]
-    with pytest.raises(ToolError) as info:
+    with pytest.raises(ToolFailure) as info:
         fn(*args, **kwargs)
     return str(info.value)
 
