@@ -34,6 +34,7 @@ PROBES: dict[str, tuple[str, list[str] | None]] = {
     "tests/server/test_churn.py": ("server: memory", None),
     "tests/server/test_drain.py": ("server: shutdown", None),
     "tests/security/test_server_robustness.py": ("server: bad input, hostile code", None),
+    "tests/server/test_ws_oversized.py": ("server: oversized fragmented messages", None),
     "tests/client/test_hostile_server.py": ("client: hostile server", None),
     "tests/evaluation/test_eval_cli.py": (
         "eval / collect: resume",

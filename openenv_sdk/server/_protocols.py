@@ -25,10 +25,13 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+if TYPE_CHECKING:
+    from websockets.frames import Frame
 
 __all__ = ["CONNECTION_KEY", "OVERSIZE_KEY", "Connection", "ServerHttpProtocol", "ServerWebSocketProtocol", "salvage_id"]
 
@@ -171,13 +174,22 @@ def salvage_id(head: bytes, tail: bytes) -> str | int | None:
 class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's WebSocket protocol, but a message over `ws_max_size` is skipped, not fatal.
 
-    uvicorn (through `websockets`) closes the connection with 1009 on a frame over
-    `ws_max_size`, so one oversized message ended the session. Here the frames of such a
-    message are passed over as they arrive (their bytes are never held: the first and last 256
-    are kept to find the request's `id` in), and the app gets an event saying so
-    (`OVERSIZE_KEY`), which the server answers with a typed `MESSAGE_TOO_LARGE` error naming the
-    limit; the session goes on. Every other frame goes to `websockets` unchanged. A message sent
-    in fragments each under the limit but over it in all is still refused by `websockets` (1009).
+    uvicorn (through `websockets`) closes the connection with 1009 on a message over
+    `ws_max_size`, so one oversized message ended the session. Here the app gets an event in its
+    place (`OVERSIZE_KEY`), which the server answers with a typed `MESSAGE_TOO_LARGE` error naming
+    the limit, and the session goes on. A message's bytes past the limit are never held (its
+    first and last 256 are kept to find the request's `id` in):
+
+    - a message whose first frame is over the limit: its frames are passed over as they arrive;
+      `websockets` never sees them;
+    - a message sent in fragments that goes over the limit in all: `websockets` parses its
+      fragments as usual while the sum is within the limit (uvicorn holds them, as for any
+      fragmented message); from the fragment that crosses it, each one's payload is passed over
+      and `websockets` gets the same frame with no payload (the library's own state of the
+      message stays whole), and `handle_cont` lets the held fragments go and, at the last
+      one, hands the app the event.
+
+    Every other frame goes to `websockets` unchanged.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -190,12 +202,15 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         self._skipping = False  # the current frame's payload is passed over
         self._dropping = False  # the current message is passed over (until its last frame)
         self._fragment_passed = False  # a message's first fragment went to `websockets`
+        self._passed_size = 0  # payload bytes of that message that went to `websockets`
+        self._cutting = False  # that message went over the limit: its fragments go on empty
         self._fin = False
         self._mask = b""
         self._offset = 0
         self._size = 0
         self._head = b""
         self._tail = b""
+        self._passed: list[bytes] = []  # bytes for `websockets` not handed over yet
 
     def data_received(self, data: bytes) -> None:
         n = len(data)
@@ -208,7 +223,7 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
             self._scanning = self._plain = True
             super().data_received(data)
             return
-        passed: list[bytes] = []
+        passed = self._passed
         view, at, end = memoryview(data), 0, len(data)
         while at < end:
             if self._left:
@@ -238,24 +253,38 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
                     self._dropping, self._size, self._head, self._tail = True, 0, b"", b""
                 self._skipping = True
                 self._size += length
+            elif opcode == 0 and self._fragment_passed and (self._cutting or self._passed_size + length > self._limit):
+                if not self._cutting:  # the fragments before this one are `websockets`' as they were
+                    self._flush()
+                    self._cutting, self._size, self._tail = True, self._passed_size, b""
+                self._skipping = True
+                self._size += length
             else:
                 self._skipping = False
                 if opcode in (1, 2):
-                    self._fragment_passed = not fin
-                elif opcode == 0 and fin:
-                    self._fragment_passed = False
+                    self._fragment_passed, self._passed_size = not fin, length
+                elif opcode == 0:
+                    self._passed_size += length
+                    if fin:
+                        self._fragment_passed = False
                 passed.append(header)
             if not length:
                 self._frame_done()
         self._plain = not (self._left or self._header or self._dropping or self._fragment_passed)
-        if passed:
-            super().data_received(b"".join(passed))
+        self._flush()
+
+    def _flush(self) -> None:
+        """Hand `websockets` the bytes passed so far, in order with what the scanner does next."""
+        if self._passed:
+            data = b"".join(self._passed)
+            self._passed.clear()
+            super().data_received(data)
 
     def _keep(self, chunk: memoryview) -> None:
         """Keep the first and last bytes of a skipped message, unmasked."""
         offset, mask = self._offset, self._mask
         self._offset += len(chunk)
-        if len(self._head) < _EDGE:
+        if len(self._head) < _EDGE and not self._cutting:  # a cut message's head is in its first fragment
             self._head += _unmask(bytes(chunk[: _EDGE - len(self._head)]), mask, offset)
         last = chunk[-_EDGE:]
         self._tail = (self._tail + _unmask(bytes(last), mask, offset + len(chunk) - len(last)))[-_EDGE:]
@@ -264,12 +293,43 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         if not self._skipping:
             return
         self._skipping = False
+        if self._cutting:  # the frame goes on to `websockets` with no payload, once its tail is kept
+            self._passed.append(_empty_frame(self._fin, self._mask))
+            if self._fin:
+                self._fragment_passed = False
+                self._flush()  # `handle_cont` hands the app the event, then the cut is over
+            return
         if self._fin:  # the skipped message's last frame
             self._dropping = False
-            if not self.close_sent:
-                oversize = {"bytes": self._size, "id": salvage_id(self._head, self._tail)}
-                self.queue.put_nowait({"type": "websocket.receive", OVERSIZE_KEY: oversize})  # type: ignore[arg-type]
-            self._head = self._tail = b""
+            self._flush()  # messages before it first
+            self._oversize()
+
+    def handle_cont(self, event: Frame) -> None:
+        if not self._cutting:
+            super().handle_cont(event)
+            return
+        if self.frames:  # the fragments held before the cut: their first bytes hold the id
+            head = b""
+            for fragment in self.frames:
+                head += bytes(fragment[: _EDGE - len(head)])
+                if len(head) >= _EDGE:
+                    break
+            self._head, self.frames = head, []
+        if event.fin:
+            self._cutting = False
+            self._oversize()
+
+    def _oversize(self) -> None:
+        """Hand the app the event that stands for a message over the limit."""
+        if not self.close_sent:
+            oversize = {"bytes": self._size, "id": salvage_id(self._head, self._tail)}
+            self.queue.put_nowait({"type": "websocket.receive", OVERSIZE_KEY: oversize})  # type: ignore[arg-type]
+        self._head = self._tail = b""
+
+
+def _empty_frame(fin: bool, mask: bytes) -> bytes:
+    """A continuation frame's header with no payload (FIN as given, masked as the client's)."""
+    return bytes((0x80 if fin else 0x00, 0x80 if mask else 0x00)) + mask
 
 
 def _parse_header(header: bytes) -> tuple[int, bool, int, int, bytes] | None:
