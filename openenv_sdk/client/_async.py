@@ -289,7 +289,10 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         same MCP request on the session's WebSocket (`tool_transport="websocket"`).
 
         Raises:
-            ToolCallError: the server refused the call (e.g. unknown tool).
+            ToolCallError: the server refused the call: an unknown tool (`error_type`
+                `tool_not_found`, the type `step` reports for it).
+            SessionError: a call before `reset` (`NOT_RESET`) or while the session is busy, the
+                class and code `step` raises.
         """
         with tracing.span("openenv.client.call_tool", attributes={"gen_ai.tool.name": name, **self._span_attributes()}):
             if self._options.tool_transport == "websocket":

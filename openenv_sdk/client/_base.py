@@ -41,6 +41,7 @@ from ..types import (
     Action,
     CallToolAction,
     CallToolObservation,
+    ErrorCode,
     ListToolsAction,
     ListToolsObservation,
     Observation,
@@ -48,6 +49,7 @@ from ..types import (
     SessionInfo,
     State,
     ToolCallAction,
+    ToolErrorType,
 )
 from ._models import StepResult, Trajectory, TrajectoryStep
 from ._options import (
@@ -101,12 +103,31 @@ JSONRPC_NAMES = {
 """JSON-RPC's error codes by name, for `ToolCallError.code`."""
 
 
-def tool_call_refused(what: str, code: int, message: str, tool: str | None) -> ToolCallError:
-    """The error for an MCP request the server refused with JSON-RPC error `code`."""
+_TOOL_NOT_FOUND_CODE = ErrorCode.VALIDATION_ERROR.value
+"""The `data.code` on our servers' refusal of a `tools/call`: only an unknown tool gets it."""
+
+
+def tool_call_refused(what: str, code: int, message: str, tool: str | None, data: Any = None) -> ServerError:
+    """The error for an MCP request the server refused with JSON-RPC error `code`.
+
+    A refusal that names a session problem in `data.code` (`NOT_RESET`, `SESSION_BUSY`,
+    `SESSION_REQUIRED`: our servers send it) raises what `step` raises for it, the same class
+    and code; the rest is `ToolCallError` with the JSON-RPC code's name, and an unknown tool
+    carries `error_type` `tool_not_found`, the type `step` reports for it.
+    """
     details: dict[str, Any] = {"jsonrpc_code": code}
     if tool is not None:
         details["tool"] = tool
-    return ToolCallError(f"MCP {what} refused: {message}", code=JSONRPC_NAMES.get(code, f"JSONRPC_{code}"), details=details)
+    sent = data.get("code") if isinstance(data, Mapping) else None
+    if isinstance(sent, str) and sent != _TOOL_NOT_FOUND_CODE and error_class(sent) is SessionError:
+        return SessionError(message, code=sent, details=details)
+    unknown_tool = sent == _TOOL_NOT_FOUND_CODE and tool is not None
+    return ToolCallError(
+        f"MCP {what} refused: {message}",
+        code=JSONRPC_NAMES.get(code, f"JSONRPC_{code}"),
+        details=details,
+        error_type=ToolErrorType.TOOL_NOT_FOUND if unknown_tool else None,
+    )
 
 
 def server_error(payload: Any) -> ServerError:
@@ -290,7 +311,8 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         error = reply.get("error") if isinstance(reply, dict) else None
         if isinstance(error, dict):
             code = error.get("code")
-            raise tool_call_refused(what, code if isinstance(code, int) else -32603, str(error.get("message")), tool)
+            code = code if isinstance(code, int) else -32603
+            raise tool_call_refused(what, code, str(error.get("message")), tool, error.get("data"))
         result = reply.get("result") if isinstance(reply, dict) else None
         if not isinstance(result, dict):
             raise ServerError(f"MCP {what}: the reply holds no result object: {str(reply)[:300]}", code="UNKNOWN")

@@ -58,7 +58,8 @@ class AsyncMcpChannel:
         """Call one tool; returns `mcp_types.CallToolResult` (a failing tool is `is_error=True`).
 
         Raises:
-            ToolCallError: the server refused the call (unknown tool, unbound session).
+            ToolCallError: the server refused the call (unknown tool: `error_type` `tool_not_found`).
+            SessionError: the episode is not reset, or the session is busy (as `step` raises it).
         """
 
         async def run(session: Any) -> mcp_types.CallToolResult:
@@ -101,7 +102,7 @@ class AsyncMcpChannel:
         except TimeoutError:
             raise RequestTimeout(f"MCP {what} at {self.url} got no answer within {self.timeout_s:g} s") from None
         except MCPError as e:
-            raise tool_call_refused(what, e.code, e.message, tool) from e
+            raise tool_call_refused(what, e.code, e.message, tool, e.data) from e
 
     async def _ensure_started(self) -> None:
         if self._task is None or self._task.done():

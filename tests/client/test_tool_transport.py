@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from openenv_sdk import AsyncEnvClient, EnvClient
-from openenv_sdk.errors import ToolCallError
+from openenv_sdk import ToolErrorType
+from openenv_sdk.errors import ServerError, ToolCallError
 
 pytestmark = pytest.mark.anyio
 
@@ -18,8 +19,8 @@ def outcome(call: Any) -> tuple[Any, ...]:
     """What a caller sees of one tool call: the result's text and flag, or the refusal."""
     try:
         result = call()
-    except ToolCallError as e:
-        return ("refused", e.code, e.details.get("tool"), str(e).split(" refused: ")[-1])
+    except ServerError as e:
+        return ("refused", type(e).__name__, e.code, e.details.get("tool"), str(e).split(" refused: ")[-1])
     return ("result", result.is_error, [c.text for c in result.content], result.structured_content)
 
 
@@ -45,11 +46,11 @@ def test_both_transports_give_the_same_outcomes(echo_server: str, echo_module: M
         assert opened_mcp == (transport == "mcp")  # the WebSocket transport opens no second connection
     assert runs["websocket"] == runs["mcp"]
     before_reset, tools, ok, failing, wrong_type, unknown, messages, transcript = runs["websocket"]
-    assert before_reset[0] == "refused" and "reset" in before_reset[3]
+    assert before_reset[:4] == ("refused", "SessionError", "NOT_RESET", "echo") and "reset" in before_reset[4]
     assert [name for name, _, _ in tools] == ["echo"]
     assert ok == ("result", False, ["agent"], ok[3])
     assert failing[:2] == ("result", True) and wrong_type[:2] == ("result", True)
-    assert unknown[:3] == ("refused", "INVALID_PARAMS", "ecko") and "Did you mean 'echo'?" in unknown[3]
+    assert unknown[:4] == ("refused", "ToolCallError", "INVALID_PARAMS", "ecko") and "Did you mean 'echo'?" in unknown[4]
     assert messages == ("agent",)
     assert [tool for tool, _, _ in transcript] == ["echo", "echo", "echo"]
 
@@ -63,7 +64,7 @@ async def test_the_async_client_on_the_websocket(echo_server: str, echo_module: 
         assert (await env.call_tool("echo")).is_error
         with pytest.raises(ToolCallError, match="Did you mean 'echo'") as caught:
             await env.call_tool("ecko")
-        assert caught.value.code == "INVALID_PARAMS"
+        assert (caught.value.code, caught.value.error_type) == ("INVALID_PARAMS", ToolErrorType.TOOL_NOT_FOUND)
         assert (await env.step({"message": "step"})).observation.echoed_message == "step"  # the connection goes on
         assert (await env.state()).messages == ["agent", "step"]
         assert env._mcp is None
@@ -114,7 +115,6 @@ def _server_with_mcp_results(results: dict[str, Any]) -> Any:
 def test_a_malformed_mcp_result_on_the_websocket_is_a_server_error(
     results: dict[str, Any], call: Any, expected: str, echo_module: ModuleType
 ) -> None:
-    from openenv_sdk.errors import ServerError
     from openenv_sdk.testing import serve_app
 
     with serve_app(_server_with_mcp_results(results)) as url, EnvClient(
