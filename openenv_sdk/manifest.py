@@ -94,6 +94,18 @@ def _check_import_ref(text: str) -> str:
     return text
 
 
+_ORACLE_REF_RE = re.compile(r"^(?:[A-Za-z_][\w-]*/)*[A-Za-z_][\w.-]*:[A-Za-z_]\w*$")
+
+
+def _check_oracle_ref(text: str) -> str:
+    module, _, _ = text.rpartition(":")
+    if not _ORACLE_REF_RE.match(text) or (module.endswith(".py") is False and "/" in module) or ".." in module:
+        raise ValueError(
+            f"expected 'FILE_OR_MODULE:FUNCTION' relative to the folder (e.g. 'oracle.py:act' or 'oracle:act'), got {text!r}"
+        )
+    return text
+
+
 def _scalar_to_str(value: Any) -> Any:
     # OpenEnv's `push` sends `str(v)` for each variable, so YAML `DEBUG: true` is "True".
     return str(value) if isinstance(value, (bool, int, float)) else value
@@ -101,6 +113,7 @@ def _scalar_to_str(value: Any) -> Any:
 
 MemorySize = Annotated[str, AfterValidator(_check_memory_size)]
 ImportRef = Annotated[str, AfterValidator(_check_import_ref)]
+OracleRef = Annotated[str, AfterValidator(_check_oracle_ref)]
 VariableValue = Annotated[str, BeforeValidator(_scalar_to_str)]
 
 
@@ -443,6 +456,14 @@ class Manifest(_Document):
         default=None,
         description="The grader as `module:callable_or_class`, relative to the folder; runs host-side, "
         "outside the container.",
+    )
+    oracle: OracleRef | None = Field(
+        default=None,
+        description="The reference solution as a policy, `FILE_OR_MODULE:FUNCTION` relative to the folder "
+        "(e.g. `oracle.py:act`, or `oracle:act`): the function a scripted policy is "
+        "(`openenv eval --policy scripted:MODULE:FUNCTION`), `act(messages, tools, context)` returning the next "
+        "assistant message. It runs host-side and may read hidden data; `openenv validate --deep` checks that it "
+        "scores the top reward on every task, and training collects its episodes.",
     )
     dependencies: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list, description="pip requirements installed in the image, e.g. `numpy>=2`."
