@@ -1,5 +1,7 @@
 """openenv-sdk: one environment class becomes a server with MCP tools and reset/step/state."""
 
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
 from .environment import Environment
@@ -37,6 +39,12 @@ from .types import (
     ToolError,
     ToolErrorType,
 )
+
+try:
+    __version__: str = _version("openenv-sdk")
+    """The installed distribution's version (package metadata), e.g. `0.1.0`."""
+except _PackageNotFoundError:  # imported from a checkout that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from .checks import check_env

@@ -36,6 +36,11 @@ short): JSON goes to stdout as one document, so scripts can read it.
 A known error is one line and the command to run next, with exit code 1 (2 for bad usage);
 set `OPENENV_DEBUG=1` for the traceback.
 
+`openenv --version` prints the installed version (also `openenv_sdk.__version__`). Shell
+completion (bash, zsh, fish, PowerShell) is Typer's own: `openenv --install-completion` adds it
+to your shell's startup file (restart the shell), `openenv --show-completion` prints the script
+to install by hand.
+
 | Command | What it does |
 |---|---|"""
 

@@ -10,7 +10,7 @@ import typer
 
 from ..errors import ManifestError, OpenEnvError
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
-from ._output import console, debug_enabled, err_console, fail, print_json
+from ._output import console, debug_enabled, err_console, escape, fail, print_json, say
 
 __all__ = ["build"]
 
@@ -86,11 +86,11 @@ def build(
                 if not build_all:
                     _fail_build(e, folder, fmt)
                 if fmt is OutputFormat.human:
-                    err_console.print(f"[bold red]✗[/] {folder}: {_first_line(e)}")
+                    err_console.print(f"[bold red]✗[/] {escape(str(folder))}: {escape(_first_line(e))}")
                 continue
             built.append({"name": name, "path": str(folder), "tag": image})
             if fmt is OutputFormat.human:
-                console.print(f"[green]✓[/] {folder} -> [bold]{image}[/]")
+                console.print(f"[green]✓[/] {escape(str(folder))} -> [bold]{escape(image)}[/]")
     finally:
         engine.close()
     if fmt is OutputFormat.json:
@@ -98,7 +98,7 @@ def build(
     if failed:
         if fmt is OutputFormat.human:
             err_console.print(f"[bold red]Error:[/] {len(failed)} of {len(targets)} build(s) failed")
-            err_console.print(f"[dim]Build one to see its log: openenv build {failed[0]['path']} --log full[/]")
+            say(f"Build one to see its log: openenv build {failed[0]['path']} --log full", style="dim", err=True)
         raise typer.Exit(1)
 
 

@@ -9,6 +9,7 @@ Templates (`--template`), each a folder of `templates/`:
 
 from __future__ import annotations
 
+import importlib.util
 import keyword
 import re
 import sys
@@ -22,7 +23,7 @@ import typer
 
 from .._suggest import did_you_mean
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
-from ._output import console, fail, print_json
+from ._output import console, escape, fail, print_json
 
 __all__ = ["ScaffoldError", "Template", "init", "scaffold", "validate_name"]
 
@@ -165,7 +166,11 @@ def init(
     if fmt is OutputFormat.json:
         print_json({"path": str(target), "template": template.value, "files": [str(f.relative_to(target)) for f in files]})
     elif fmt is OutputFormat.human:
-        console.print(f"Created [bold]{target}[/] with:")
+        console.print(f"Created [bold]{escape(str(target))}[/] with:")
         for file in files:
-            console.print(f"  {file.relative_to(target)}")
-        console.print(f"Next: [bold]openenv validate {target}[/]  then  python -m pytest {target / 'tests'}")
+            console.print(f"  {escape(str(file.relative_to(target)))}")
+        # pytest is not in the base install (only in the dev extra): say so rather than suggest a missing command
+        has_pytest = importlib.util.find_spec("pytest") is not None
+        tests = f"python -m pytest {target / 'tests'}" + ("" if has_pytest else "  (first: pip install pytest)")
+        console.print(f"Next: [bold]openenv validate {escape(str(target))}[/]  then  {escape(tests)}")
+        console.print("Then rewrite README.md for your environment: it is served as /metadata's readme and the Space page.")

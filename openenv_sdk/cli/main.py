@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -29,7 +29,7 @@ def _build_app(commands: Sequence[str]) -> typer.Typer:
         name="openenv",
         help="Build, validate and serve RL environments for language-model agents.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
         pretty_exceptions_enable=False,
     )
     app.callback()(_root)
@@ -43,7 +43,20 @@ def _build_app(commands: Sequence[str]) -> typer.Typer:
     return app
 
 
-def _root() -> None:
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"openenv-sdk {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """Build, validate and serve RL environments for language-model agents."""
 
 

@@ -9,8 +9,10 @@ warning: a tokenless server is a choice, never a default.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +20,7 @@ import typer
 
 from ..errors import OpenEnvError
 from ..types import NO_AUTH_VAR
-from ._output import console, debug_enabled, fail
+from ._output import console, debug_enabled, escape, fail
 
 ENV_DIR_VAR = "OPENENV_SERVE_DIR"
 OVERRIDES_VAR = "OPENENV_SERVE_OVERRIDES"
@@ -92,6 +94,28 @@ def _isolation_ok(no_isolation: bool) -> bool:
             f"({OPT_OUT_ENV}=1): sessions share a user and can see and kill each other. Development only."
         )
     return True
+
+
+def _port_problem(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on (in use, a bad address), or `None` when it can.
+
+    Probed with a bind as uvicorn makes it (SO_REUSEADDR), so that a taken port is reported in
+    one line before "Serving ...", not as uvicorn's traceback after it.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        return f"cannot listen on {host!r}: {e.strerror}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is already in use"
+            return f"cannot listen on {host}:{port}: {e.strerror}"
+    return None
 
 
 class _TokenProblem(Exception):
@@ -203,6 +227,11 @@ def serve(
         return
     if loaded.manifest.sandbox is not None and not _isolation_ok(no_isolation):
         return
+    port = port if port is not None else loaded.manifest.port
+    problem = _port_problem(host, port)
+    if problem is not None:
+        fail(problem, hint=f"Stop what listens there (ss -ltnp 'sport = :{port}'), or choose another port: --port N")
+        return
     try:
         token = _orchestrator_token(orchestrator_token_file, no_auth or os.environ.get(NO_AUTH_VAR) == "1", loaded.env_cls is not None)
     except _TokenProblem as e:
@@ -213,7 +242,6 @@ def serve(
         os.environ[ORCHESTRATOR_TOKEN_VAR] = token  # read, and removed, by each worker's create_app
     settings = loaded.manifest.server
     workers = workers or settings.workers
-    port = port if port is not None else loaded.manifest.port
     os.environ[ENV_DIR_VAR] = str(loaded.path)
     os.environ[OVERRIDES_VAR] = json.dumps(
         {"max_sessions": max_sessions, "idle_timeout_s": idle_timeout_s, "tool_timeout_s": tool_timeout_s, "web": web}
@@ -224,7 +252,7 @@ def serve(
             "but HTTP sessions and MCP tokens need sticky routing to the worker that made them."
         )
     kind = loaded.env_cls.__name__ if loaded.env_cls else f"OpenEnv app {loaded.manifest.app}"
-    console.print(f"Serving [bold]{loaded.manifest.name}[/] ({kind}) on http://{host}:{port}  (Ctrl-C stops)")
+    console.print(f"Serving [bold]{escape(loaded.manifest.name)}[/] ({escape(kind)}) on http://{host}:{port}  (Ctrl-C stops)")
     wants_web = settings.web if web is None else web
     if wants_web:
         if loaded.env_cls is not None:
