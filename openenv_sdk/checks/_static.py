@@ -36,6 +36,7 @@ __all__ = [
     "EnvClass",
     "EnvFolder",
     "EnvTarget",
+    "check_declared_tools",
     "check_environment_declared",
     "check_environment_imports",
     "check_environment_subclass",
@@ -258,10 +259,20 @@ def check_manifest_layout(env: EnvFolder) -> CheckResult:
     return _ok(name, f"{MANIFEST_FILENAME} found")
 
 
+SCAFFOLD_README_MARK = "Made by `openenv init"
+"""A line of the scaffold's README (both templates): still there, the README was never rewritten."""
+
+
 def check_readme(env: EnvFolder) -> CheckResult:
-    """A README.md is recommended: it becomes `/metadata`'s `readme_content` and the Space's page."""
+    """A README.md is recommended: it becomes `/metadata`'s `readme_content` and the Space's page.
+    One still holding the scaffold's text (`openenv init`) is flagged: it would be served as it is."""
     name = "layout.readme"
-    if (env.path / "README.md").is_file():
+    readme = env.path / "README.md"
+    if readme.is_file():
+        if SCAFFOLD_README_MARK in " ".join(readme.read_text(encoding="utf-8", errors="replace").split()):
+            return _fail(name, "README.md is still the scaffold's (served as /metadata readme_content and the Space page)",
+                         "Rewrite README.md for your environment: what the agent does, its tools, how it is graded",
+                         severity="warning")
         return _ok(name, "README.md found", severity="warning")
     return _fail(name, "no README.md (recommended: served as /metadata readme_content and the Space page)",
                  "Add a README.md that says what the agent does and how it is graded", severity="warning")
@@ -451,6 +462,30 @@ def check_reserved_tool_names(env: EnvTarget) -> CheckResult:
     return _ok(name, "no tool uses a reserved name")
 
 
+def check_declared_tools(env: EnvTarget) -> CheckResult:
+    """The tools the class serves match the manifest's `validation.capabilities.declared_tools`,
+    when it has one (OpenEnv's validator checks the same list against the running server)."""
+    name = "tools.declared"
+    cls = env.environment_class()
+    if cls is None:
+        return _skip(name, "no Environment subclass")
+    manifest = env.manifest()
+    validation = manifest.validation if manifest is not None else None
+    declared = set(validation.capabilities.declared_tools) if validation is not None else set()
+    served = set(cls.tool_specs)
+    if not declared:
+        return _ok(name, "no declared_tools (optional)")
+    if declared != served:
+        problems = []
+        if declared - served:
+            problems.append(f"declared but not served: {', '.join(sorted(declared - served))}")
+        if served - declared:
+            problems.append(f"served but not declared: {', '.join(sorted(served - declared))}")
+        return _fail(name, f"validation.capabilities.declared_tools does not match the class's tools ({'; '.join(problems)})",
+                     f"Set declared_tools in {MANIFEST_FILENAME} to {sorted(served)}, or fix the class's @tool methods")
+    return _ok(name, f"declared_tools match the {len(served)} served tool(s)")
+
+
 def check_tasks(env: EnvTarget) -> CheckResult:
     """`tasks()` gives records with unique ids (the Task API serves them), and each split's count
     matches the manifest's `validation.capabilities.declared_task_count`, when it has one."""
@@ -522,6 +557,7 @@ CLASS_CHECKS: tuple[Callable[[EnvTarget], CheckResult], ...] = (
     check_tool_schemas,
     check_tool_descriptions,
     check_reserved_tool_names,
+    check_declared_tools,
     check_tasks,
 )
 """The rules about the environment class, for a folder's class and for a class given directly."""

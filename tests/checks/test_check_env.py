@@ -70,7 +70,7 @@ def test_skip_runtime_serves_nothing() -> None:
     report = check_env(ProbeEnv, skip_runtime=True)
     assert [r.name for r in report.checks] == [
         "environment.subclass", "environment.models", "environment.step", "tools.schemas", "tools.descriptions",
-        "tools.reserved_names", "environment.tasks",
+        "tools.reserved_names", "tools.declared", "environment.tasks",
     ]  # fmt: skip
 
 

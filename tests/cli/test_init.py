@@ -42,6 +42,7 @@ def test_init_writes_the_scaffold(tmp_path: Path) -> None:
     folder = tmp_path / "my_game"
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == FILES
     assert f"Next: openenv validate {folder}" in flat(result.stdout)
+    assert "Then rewrite README.md for your environment" in flat(result.stdout)
     source = (folder / "my_game_env.py").read_text()
     for line in ("class MyGameAction(Action):", "class MyGameObservation(Observation):", "class MyGameState(State):",
                  "class MyGameEnvironment(Environment[MyGameAction, MyGameObservation, MyGameState]):",
@@ -165,9 +166,13 @@ def test_scaffold_passes_validate_static_and_runtime(tmp_path: Path, template: T
     scaffold("my_game", tmp_path, template)
     report = validate_path(tmp_path / "my_game", startup_timeout_s=60)
     assert report.passed
-    assert {c.name: c.status for c in report.checks if c.status != "pass"} == {}
+    # the one warning: the README is still the scaffold's (it would be served as /metadata's readme)
+    assert {c.name: c.status for c in report.checks if c.status != "pass"} == {"layout.readme": "warn"}
     result = runner.invoke(app, ["validate", str(tmp_path / "my_game"), "--static-only"])
     assert result.exit_code == 0 and "PASS" in result.stdout
+    (tmp_path / "my_game" / "README.md").write_text("# my_game\n\nThe agent guesses a number; graded host-side.\n")
+    report = validate_path(tmp_path / "my_game", runtime=False)
+    assert {c.name: c.status for c in report.checks if c.status != "pass"} == {}
 
 
 @pytest.mark.parametrize("template", list(Template))

@@ -52,3 +52,20 @@ def test_declared_task_count_is_checked(tmp_path: Path) -> None:
     assert result.status == "fail"
     assert result.message == "validation.capabilities.declared_task_count is {'train': 3}, tasks() gives {'train': 2, 'test': 1}"
     assert result.fix == "Set declared_task_count in openenv.yaml to {'train': 2, 'test': 1}, or fix tasks()"
+
+
+def test_declared_tools_are_checked(tmp_path: Path) -> None:
+    """`validation.capabilities.declared_tools` is held to the class's tools, as declared_task_count is to tasks()."""
+    tools_validation = VALIDATION.replace("    declared_task_count: COUNTS\n", "    declared_tools: TOOLS\n")
+    right = MANIFEST + tools_validation.replace("TOOLS", "[say]")
+    result = static(make_env(tmp_path / "ok", manifest=right))["tools.declared"]
+    assert (result.status, result.message) == ("pass", "declared_tools match the 1 served tool(s)")
+    wrong = MANIFEST + tools_validation.replace("TOOLS", "[shout]")
+    result = static(make_env(tmp_path / "bad", manifest=wrong))["tools.declared"]
+    assert result.status == "fail"
+    assert result.message == (
+        "validation.capabilities.declared_tools does not match the class's tools "
+        "(declared but not served: shout; served but not declared: say)"
+    )
+    assert result.fix == "Set declared_tools in openenv.yaml to ['say'], or fix the class's @tool methods"
+    assert static(make_env(tmp_path / "none"))["tools.declared"].status == "pass"
