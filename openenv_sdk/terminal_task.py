@@ -55,6 +55,16 @@ _Dumper.add_representer(
 
 def task_yaml(spec: TerminalTaskSpec, *, header: str = "") -> str:
     """`spec` as the text of a `task.yaml` (fields left at their defaults omitted), after `header`
-    (comment lines, each starting with `#`)."""
+    (comment lines, each starting with `#`).
+
+    Raises:
+        ValueError: `header` is not comment lines (a line that does not start with `#`, or holds a
+            character YAML could read as a line break).
+    """
+    if header and (
+        not header.endswith("\n")
+        or any(not line.startswith("#") or not line.isprintable() for line in header[:-1].split("\n"))
+    ):
+        raise ValueError(f"header must be comment lines, each starting with '#', got {header!r}")
     fields: dict[str, Any] = spec.model_dump(mode="json", exclude_defaults=True)
     return header + yaml.dump(fields, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -43,6 +43,20 @@ PROBES: dict[str, tuple[str, list[str] | None]] = {
             "test_a_rerun_skips_damaged_or_ill_formed_lines_and_replays_their_episodes",
         ],
     ),
+    "tests/harbor/test_import_limits.py": (
+        "harbor import: names, sizes",
+        [
+            "test_a_task_name_with_newlines_is_refused_before_it_reaches_a_generated_file",
+            "test_task_names_outside_the_safe_set_are_refused",
+            "test_a_folder_name_with_a_newline_is_refused_when_the_task_has_no_name",
+            "test_a_200_mib_instruction_is_refused_without_being_read",
+            "test_a_file_over_the_limit_is_refused_by_name",
+            "test_a_task_folder_over_the_total_limit_is_refused",
+            "test_a_task_folder_with_too_many_entries_is_refused",
+            "test_the_generated_task_yaml_holds_any_instruction_exactly",
+            "test_verifier_env_values_are_shell_quoted_in_check_sh",
+        ],
+    ),
 }
 
 

@@ -59,8 +59,8 @@ def test_harbor_and_tracing_api() -> None:
     import openenv_sdk.tracing
 
     assert sorted(openenv_sdk.harbor.__all__) == [
-        "HarborImportError", "HarborTask", "ImportReport", "Verification", "import_harbor_task", "read_harbor_task",
-        "verify_imported",
+        "HarborComposeError", "HarborImportError", "HarborNameError", "HarborSizeError", "HarborTask", "ImportReport",
+        "Verification", "import_harbor_task", "read_harbor_task", "verify_imported",
     ]  # fmt: skip
     assert sorted(openenv_sdk.tracing.__all__) == [
         "ENABLE_ENV", "enabled", "extract", "inject", "refresh", "set_attributes", "span", "wrap"

@@ -24,6 +24,8 @@ from pydantic import BaseModel, Field
 
 from ..terminal_task import CATEGORIES, DIFFICULTIES, TASK_ID_PATTERN, TerminalTaskSpec, task_yaml
 from ._dockerfile import BASE_PACKAGES, WorkspacePlan, plan_workspace
+from ._errors import HarborImportError
+from ._limits import one_line
 from ._task import HarborTask, read_harbor_task
 from ._verifier import VerifierPlan, plan_verifier
 
@@ -39,15 +41,6 @@ _CATEGORY_WORDS = (
 )
 """The terminal environment's categories, by words of Harbor's `category` and `tags` (first match
 wins; anything else is `scripting`)."""
-
-
-class HarborImportError(ValueError):
-    """A Harbor task that cannot be imported; `problems` says every reason."""
-
-    def __init__(self, source: Path, problems: list[str]) -> None:
-        self.source = source
-        self.problems = problems
-        super().__init__(f"cannot import the Harbor task {source}:\n" + "\n".join(f"- {p}" for p in problems))
 
 
 class ImportReport(BaseModel):
@@ -109,7 +102,7 @@ def import_harbor_task(
     problems += _package_problems(workspace, tasks_dir.parent, set(ignore_packages))
     problems += _config_problems(task, notes)
     verifier = plan_verifier(task, workspace.workdir or "/app") if workspace.workdir else VerifierPlan()
-    problems += verifier.problems
+    problems += [p for p in verifier.problems if p not in problems]
     notes += verifier.notes
     solve = task.solution_dir / "solve.sh"
     if not solve.is_file():
@@ -225,7 +218,7 @@ def _write_task(task: HarborTask, workspace: WorkspacePlan, folder: Path, catego
         harbor=True,
         prompt=task.instruction + "\n",
     )
-    header = f"# Imported from the Harbor task {task.name} by `openenv harbor import`: re-import it rather than edit.\n"
+    header = f"# Imported from the Harbor task {one_line(task.name)} by `openenv harbor import`: re-import it rather than edit.\n"
     (folder / "task.yaml").write_text(task_yaml(spec, header=header), encoding="utf-8")
     files = folder / "files"
     for copy in workspace.copies:

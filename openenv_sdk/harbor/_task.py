@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._limits import check_task_name, check_task_size
+
 __all__ = ["HarborTask", "read_harbor_task"]
 
 
@@ -54,10 +56,13 @@ def read_harbor_task(folder: str | Path) -> HarborTask:
 
     Raises:
         FileNotFoundError: `folder` is not a folder.
+        HarborSizeError: the instruction, a file or the folder is over its limit (`_limits.py`).
+        HarborNameError: `[task] name` (else the folder's name) is not a Harbor identifier.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder (a Harbor task is a folder with task.toml)")
+    check_task_size(folder)  # before anything is read
     problems: list[str] = []
     config: dict[str, Any] = {}
     toml_path = folder / "task.toml"
@@ -87,9 +92,11 @@ def read_harbor_task(folder: str | Path) -> HarborTask:
         return value
 
     task_table = table("task")
+    name = task_table.get("name") or folder.resolve().name
+    check_task_name(folder, name if isinstance(name, str) else repr(name))
     return HarborTask(
         folder=folder,
-        name=str(task_table.get("name") or folder.name),
+        name=name,
         instruction=instruction,
         metadata=table("metadata"),
         verifier=table("verifier"),

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from openenv_sdk.grading.shell_lint import logical_lines, runs_agent_code
 
+from ._limits import one_line
 from ._task import HarborTask
 
 __all__ = ["CHECK_TIMEOUT_S", "VerifierPlan", "plan_verifier"]
@@ -89,6 +90,9 @@ class VerifierPlan(BaseModel):
 def plan_verifier(task: HarborTask, workdir: str) -> VerifierPlan:
     """The check script and test files for `task`, whose workspace is at `workdir`."""
     plan = VerifierPlan()
+    if not re.fullmatch(r"/[A-Za-z0-9._/-]*", workdir):  # it stands in the script's comments and messages
+        plan.problems.append(f"WORKDIR {workdir!r}: use letters, digits, '.', '_', '-' and '/' only")
+        return plan
     test_sh = task.tests_dir / "test.sh"
     if not test_sh.is_file():
         plan.problems.append("tests/test.sh is missing: the task has no verifier")
@@ -130,7 +134,7 @@ def plan_verifier(task: HarborTask, workdir: str) -> VerifierPlan:
     if task.verifier.get("user") not in (None, "root"):
         plan.notes.append(f"[verifier] user {task.verifier['user']!r} ignored: the check runs as the grading sandbox's user")
     plan.check_script = CHECK_TEMPLATE.format(
-        name=task.name, workdir=workdir, workdir_q=shlex.quote(workdir), exports=exports,
+        name=one_line(task.name), workdir=workdir, workdir_q=shlex.quote(workdir), exports=exports,
         run=RUN_TEST_SH.format(timeout=timeout),
     )  # fmt: skip
     return plan
