@@ -15,7 +15,11 @@ a small --gpu-memory-utilization) runs on the same GPU. This script:
 4. around every --probe-every-th weight sync, samples probe completions from vLLM and compares their
    logprobs with the trainer's forward pass at every sampled (mask-1) position, before the sync
    (server one version behind) and after it (same weights);
-5. writes run.json (per-step logs, throughput, sync timings, probes; `generated`, `dropped_stale` (the worker's
+5. with --agent NAME (e.g. pi), plays the terminal environment's tasks instead: the agent program
+   (`openenv_sdk.agents.known`) runs in the environment's sandbox and every model call it makes is
+   intercepted and answered by vLLM (`openenv_trainers.intercept.AgentEpisodeRunner`); no warm-up;
+   run.json then also holds per-episode agent figures (model calls, the agent's own seconds);
+6. writes run.json (per-step logs, throughput, sync timings, probes; `generated`, `dropped_stale` (the worker's
    and TRL's), `stale_fraction`, the pacing counters, and the per-step mismatch `logprob_diff`) to --out.
 """
 
@@ -136,6 +140,12 @@ def main() -> None:
                    help="reload: one GPU shared with vLLM, weights through /dev/shm (VLLMReloadWeightTransfer); "
                         "nccl: vLLM on another GPU (serve-vllm.sh with TRANSFER=nccl), TRL's own NCCL "
                         "WeightTransferClient (see train-2gpu.sh)")
+    p.add_argument("--agent", default=None,
+                   help="train a third-party agent intercepted on the terminal environment's tasks instead of the "
+                        "guessing game: pi, claude-code, codex, opencode (examples/agents/agents_intercepted.py's names)")
+    p.add_argument("--agent-cache", default=None, help="where the agent is installed (default .cache/agents)")
+    p.add_argument("--agent-max-calls", type=int, default=6, help="model calls answered per agent episode")
+    p.add_argument("--agent-max-tokens", type=int, default=256, help="max tokens sampled per agent model call")
     p.add_argument("--smoke", action="store_true",
                    help="CPU wiring check without vLLM: generation by a second in-process copy of the policy, "
                         "weights copied into it at each sync")
@@ -175,7 +185,24 @@ def main() -> None:
     log("versions", versions)
 
     # 1. the environment (local process) and its tools
-    source = EnvSource(env_dir=ENV_DIR)
+    agent_runner = None
+    if args.agent:
+        import importlib.util
+
+        from openenv_trainers.intercept import AgentEpisodeConfig, AgentEpisodeRunner, InterceptionServer
+
+        spec = importlib.util.spec_from_file_location("agents_intercepted", ROOT / "examples" / "agents" / "agents_intercepted.py")
+        demo = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = demo
+        spec.loader.exec_module(demo)
+        cache = Path(args.agent_cache) if args.agent_cache else demo.DEFAULT_CACHE
+        agent_spec = demo._cached(demo.AGENTS[args.agent].spec, cache)
+        interception = InterceptionServer(request_timeout_s=300.0).start()
+        agent_runner = AgentEpisodeRunner(interception, AgentEpisodeConfig(
+            agent=agent_spec, max_model_calls=args.agent_max_calls, agent_timeout_s=120.0,
+            sampling=SamplingParams(max_tokens=args.agent_max_tokens, temperature=args.temperature)))
+        args.warmup_steps = 0  # the guessing game's format warm-up means nothing to the agent's tools
+    source = EnvSource(env_dir=demo.TERMINAL_DIR if args.agent else ENV_DIR)
     source.start()
     tools = tool_schemas(source.tools())
     log("environment up:", source, [t["function"]["name"] for t in tools])
@@ -213,7 +240,12 @@ def main() -> None:
 
         gen_model = AutoModelForCausalLM.from_pretrained(init_dir, dtype=torch.float32).eval()
         backend = CountingBackend(TransformersBackend(gen_model, pad_token_id=tokenizer.pad_token_id))
-    rows = guess_rows(4096, seed=0)
+    if args.agent:
+        task_ids = sorted(d.name for d in (demo.TERMINAL_DIR / "hidden").iterdir() if d.is_dir())
+        rows = [{"prompt": [{"role": "user", "content": f"terminal task {t}"}], "task_id": t} for t in task_ids]
+        log(f"agent {args.agent}: {len(task_ids)} terminal tasks")
+    else:
+        rows = guess_rows(4096, seed=0)
     worker = EnvRolloutWorker(
         sources=source, backend=backend, tokenizer=tokenizer, tasks=rows,
         config=WorkerConfig(
@@ -225,6 +257,7 @@ def main() -> None:
             pacing=PacingConfig(enabled=args.pacing == "on"),
             group_filter=GroupFilter(drop_zero_variance=not args.keep_zero_variance),
         ),
+        episode_runner=agent_runner,
     )
     totals = {"episodes": 0, "env_s": 0.0, "episode_s": 0.0, "generation_s": 0.0, "reward_sum": 0.0}
     episode_log: list[dict] = []
@@ -237,8 +270,14 @@ def main() -> None:
             totals["episode_s"] += e.duration_s
             totals["generation_s"] += e.generation_s
             totals["reward_sum"] += e.reward
-            episode_log.append({"t": time.monotonic() - t_train0[0] if t_train0 else 0.0, "reward": e.reward,
-                                "turns": e.turns, "tool_calls": e.tool_calls, "solved": e.reward_components.get("solved", math.nan)})
+            rec = {"t": time.monotonic() - t_train0[0] if t_train0 else 0.0, "reward": e.reward,
+                   "turns": e.turns, "tool_calls": e.tool_calls, "solved": e.reward_components.get("solved", math.nan),
+                   "duration_s": e.duration_s, "generation_s": e.generation_s}
+            run = getattr(e, "agent_run", None)
+            if run is not None:  # an intercepted agent's episode: what the agent program itself cost
+                rec.update(agent=run.agent, agent_exit=run.exit_code, agent_s=run.duration_s,
+                           model_calls=e.model_calls, refused_calls=e.refused_calls, rows=len(e.rows()))
+            episode_log.append(rec)
         return push(episodes)
 
     worker._push_episode_metrics = push_and_count
@@ -430,7 +469,24 @@ def main() -> None:
                  "is_masked_frac": s["logs"].get("sampling/is_masked_frac"),
                  "staleness_mean": s["logs"].get("sample/staleness_mean")}
                 for s in step_log if "logs" in s and "logprob_diff/mean" in s["logs"]]
+    agent_eps = [e for e in episode_log if "agent_s" in e]
+    agent_summary = None
+    if agent_eps:
+        episode_s = sum(e["duration_s"] for e in agent_eps)
+        agent_s = sum(e["agent_s"] for e in agent_eps)
+        generation_s = sum(e["generation_s"] for e in agent_eps)
+        agent_summary = {
+            "episodes": len(agent_eps), "episodes_per_s": len(agent_eps) / train_s if train_s else None,
+            "model_calls": sum(e["model_calls"] for e in agent_eps), "refused_calls": sum(e["refused_calls"] for e in agent_eps),
+            "agent_exit_nonzero": sum(1 for e in agent_eps if e["agent_exit"] != 0),
+            "episode_s": episode_s, "agent_s": agent_s, "generation_s": generation_s,
+            # the agent program's own time: its run minus the time it waited for the policy's answers
+            "agent_own_share": (agent_s - generation_s) / episode_s if episode_s else None,
+            "generation_share": generation_s / episode_s if episode_s else None,
+            "accounting_errors": 0 if error is None or "Accounting" not in error else 1,
+        }
     result = {
+        "agent": agent_summary,
         "generated": worker_counters["generated"], "dropped_stale": dropped_stale,
         "dropped_stale_worker": worker_counters["dropped_stale"], "dropped_stale_trainer": trainer_dropped,
         "stale_fraction": dropped_stale / worker_counters["generated"] if worker_counters["generated"] else None,
@@ -448,6 +504,8 @@ def main() -> None:
     log("done; train_s", round(train_s, 1), "episodes", totals["episodes"], "sampled tokens", backend.tokens,
         "generated", result["generated"], "dropped_stale", dropped_stale, "stale_fraction", result["stale_fraction"],
         "logprob_diff mean/max", result["logprob_diff_mean"], result["logprob_diff_max"], "error", error)
+    if agent_summary:
+        log("agent", agent_summary)
     os._exit(0)
 
 
