@@ -17,6 +17,7 @@ __all__ = [
     "LABEL_MANAGED",
     "LABEL_MANIFEST",
     "LABEL_NAME",
+    "LABEL_OWNER_PID",
     "LABEL_PORT",
     "LABEL_SDK_VERSION",
     "LABEL_VERSION",
@@ -30,6 +31,7 @@ LABEL_VERSION = "org.openenv.version"
 LABEL_PORT = "org.openenv.port"
 LABEL_SDK_VERSION = "org.openenv.sdk-version"
 LABEL_MANAGED = "org.openenv.managed"  # on containers started by a provider
+LABEL_OWNER_PID = "org.openenv.owner-pid"  # on containers started by a provider: the process that started it
 
 
 def image_labels(manifest_data: Mapping[str, Any], manifest: Manifest, *, sdk_version: str) -> dict[str, str]:

@@ -71,7 +71,7 @@ from openenv_sdk.containers.errors import (
     ContainerRunError,
     StartupTimeoutError,
 )
-from openenv_sdk.containers.labels import LABEL_MANAGED, LABEL_PORT, manifest_from_labels
+from openenv_sdk.containers.labels import LABEL_MANAGED, LABEL_MANIFEST, LABEL_OWNER_PID, LABEL_PORT, manifest_from_labels
 from openenv_sdk.manifest import Manifest, parse_memory_size
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.providers.health import wait_for_health
@@ -236,7 +236,7 @@ class DockerProvider(Provider):
             oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
             raise ContainerExitedError(
                 f"container of {self.image!r} exited (status {code}{', out of memory' if oom else ''}); "
-                "last log lines:\n" + "\n".join(f"  | {line}" for line in tail),
+                + _log_tail_text(tail),
                 container_id=container.id,
                 log_tail=tail,
                 exit_code=code,
@@ -314,7 +314,7 @@ class DockerProvider(Provider):
             environment = {**_sandbox_uid_env(engine), **environment}  # the caller's own range wins
         options: dict[str, Any] = {
             "name": self._name or f"openenv-{_slug(self.image)}-{uuid.uuid4().hex[:8]}",
-            "labels": {LABEL_MANAGED: "1", "org.openenv.owner-pid": str(os.getpid())},
+            "labels": {LABEL_MANAGED: "1", LABEL_OWNER_PID: str(os.getpid())},
             "environment": environment,
             "mem_limit": parse_memory_size(self._mem_limit or manifest.resources.memory),
             "nano_cpus": int(cpus * 1e9),
@@ -347,8 +347,7 @@ class DockerProvider(Provider):
             code = self.exit_code()
             tail = self.logs_tail()
             raise ContainerExitedError(
-                f"container of {self.image!r} exited (status {code}) before /health answered; last log lines:\n"
-                + "\n".join(f"  | {line}" for line in tail),
+                _exited_before_serving(self.image, code, tail, openenv_image=LABEL_MANIFEST in (image.labels or {})),
                 container_id=container.id,
                 log_tail=tail,
                 exit_code=code,
@@ -402,6 +401,27 @@ class DockerProvider(Provider):
     def __del__(self) -> None:  # last resort; atexit and `with` are the real paths
         with contextlib.suppress(Exception):
             self._remove()
+
+
+def _log_tail_text(tail: list[str]) -> str:
+    if not tail:
+        return "it printed nothing"
+    return "last log lines:\n" + "\n".join(f"  | {line}" for line in tail)
+
+
+def _exited_before_serving(image: str, code: int | None, tail: list[str], *, openenv_image: bool) -> str:
+    """Why a container ended before `/health` answered, and what to do: an image that is not an
+    environment's (no manifest label, or a command that ends at once) says so, rather than
+    showing an empty log tail."""
+    message = f"container of {image!r} exited (status {code}) without serving /health"
+    if not openenv_image:
+        message += (
+            f"; it is probably not an openenv image (no {LABEL_MANIFEST} label: its command is not "
+            "`openenv serve`). Build an environment folder into one with `openenv build ENV_DIR`"
+        )
+    elif code == 0 and not tail:
+        message += "; its command ended at once without error: does the image's command run `openenv serve`?"
+    return f"{message}; {_log_tail_text(tail)}"
 
 
 def _internal_network(engine: docker.DockerClient) -> str:
