@@ -3,8 +3,9 @@
 No environment package is needed: on first `step` the client fetches `/schema` and validates
 each action with `jsonschema` before it is sent, so a bad action fails with the field it names
 (`action.message: 'message' is a required property`). Tool-call actions (`{"tool": ..., "arguments":
-...}`, `{"type": "call_tool", "tool_name": ..., ...}`, `{"type": "list_tools"}`) are validated
-against the tool's input schema from `/schema`'s `tools`.
+...}`, `{"type": "call_tool", "tool_name": ..., ...}`, `{"type": "list_tools"}`) are checked for
+their shape only: an unknown tool or bad arguments come back as the observation's typed `error`,
+as the same call over MCP comes back as an `isError` result (one vocabulary: docs/errors.md).
 """
 
 from __future__ import annotations
@@ -34,11 +35,9 @@ class ActionValidator:
     def __init__(self, schema: SchemaResponse) -> None:
         from jsonschema import Draft202012Validator
 
-        self._validator_cls = Draft202012Validator
         self.action_schema = schema.action
         self._action = Draft202012Validator(schema.action)
         self.tools = {tool.name: tool for tool in schema.tools}
-        self._tool_validators: dict[str, Any] = {}
         self._action_fields = set((schema.action.get("properties") or {}).keys())
 
     def tool_call(self, action: Mapping[str, Any]) -> tuple[str, str, Any] | None:
@@ -54,7 +53,13 @@ class ActionValidator:
         return None
 
     def validate(self, action: Mapping[str, Any]) -> None:
-        """Raises `InvalidActionError` naming every bad field (`action.<path>: <why>`)."""
+        """Raises `InvalidActionError` naming every bad field (`action.<path>: <why>`).
+
+        A tool call is checked for its shape only (a name, an object of arguments): an unknown
+        tool or arguments that fail the tool's schema are the agent's mistakes, which the server
+        reports in the observation (`error.error_type` `tool_not_found` / `invalid_args`), as
+        it does for the same call over MCP (docs/errors.md).
+        """
         call = self.tool_call(action)
         if call is None:
             self._raise_if_errors(self._errors(self._action, action, self.action_schema, ["action"]), "action")
@@ -65,17 +70,8 @@ class ActionValidator:
         errors: list[dict[str, Any]] = []
         if not isinstance(name, str):
             errors.append({"loc": ["action", name_key], "msg": "the tool's name must be a string", "type": "type"})
-        elif name not in self.tools:
-            message = f"unknown tool {name!r}.{did_you_mean(name, sorted(self.tools))} Available: {sorted(self.tools)}"
-            errors.append({"loc": ["action", name_key], "msg": message, "type": "unknown_tool"})
         elif not isinstance(arguments, Mapping):
             errors.append({"loc": ["action", "arguments"], "msg": "arguments must be an object", "type": "type"})
-        else:
-            tool = self.tools[name]
-            validator = self._tool_validators.get(name)
-            if validator is None:
-                validator = self._tool_validators[name] = self._validator_cls(tool.input_schema)
-            errors = self._errors(validator, arguments, tool.input_schema, ["action", "arguments"])
         self._raise_if_errors(errors, f"tool call {name!r}")
 
     def _errors(
@@ -157,8 +153,10 @@ class GenericEnvClient(_GenericMixin, EnvClient[Any, Any, Any]):
         """Apply one dict action, checked against `/schema` first.
 
         Raises:
-            InvalidActionError: the action fails the action schema or the tool's input schema;
-                the message names each bad field (`action.message: ...`).
+            InvalidActionError: the action fails the action schema, or a tool call has no
+                string name or non-object arguments; the message names each bad field
+                (`action.message: ...`). An unknown tool or bad arguments are the
+                observation's `error` (`tool_not_found`, `invalid_args`), as the server says.
         """
         if self._options.validate_actions:
             self.schema()
