@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -34,6 +34,11 @@ class TaskRecord(BaseModel):
     are kept and served as they are; they must be JSON values and public."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+
+    if TYPE_CHECKING:
+        # extra="allow": the extra keyword fields are the API; the signature mypy derives from
+        # the declared fields alone would refuse `TaskRecord(id=..., title=...)`.
+        def __init__(self, *, id: str, split: str = ..., reset_kwargs: dict[str, Any] = ..., **extra: Any) -> None: ...
 
     id: str = Field(min_length=1, description="Unique among the environment's tasks, whatever the split.")
     split: str = Field(default="train", min_length=1, description="The split the task belongs to.")

@@ -371,7 +371,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
 
     # --- hosting an agent program (orchestrator's `run_agent`, see openenv_sdk.agents) ---------
 
-    def agent_exec(
+    def agent_exec(  # type: ignore[override]  # no memory_bytes: run_agent refuses a spec that needs it (agents/host.py)
         self, command: str, *, env: dict[str, str], timeout_s: float, stdin: str | None = None
     ) -> CommandResult:
         """Run `command` as `run_shell` does (the session's sandbox and limits, in the workspace),

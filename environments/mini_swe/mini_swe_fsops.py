@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 
 MAX_READ_LINES = 400
 MAX_LINE_CHARS = 2000
@@ -242,7 +243,7 @@ def write_file(root: str, path: str, content: str) -> str:
     return f"{'Overwrote' if existed else 'Created'} {shown} ({lines} line{'s' if lines != 1 else ''}, {len(content.encode())} bytes)."
 
 
-OPERATIONS = {
+OPERATIONS: dict[str, Callable[..., str]] = {
     "read_file": read_file,
     "list_files": list_files,
     "search": search,

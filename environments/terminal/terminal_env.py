@@ -245,9 +245,9 @@ def sandbox_settings() -> SandboxSettings:
 def _new_sandbox(name: str, *, phase: Literal["agent", "grading"] = "agent") -> Sandbox:
     """A sandbox as the manifest says (for the agent's phase, or the check's), its folder under
     `WORKDIR_BASE_ENV`'s folder."""
-    base: str | None = os.environ.get(WORKDIR_BASE_ENV) or DEFAULT_WORKDIR_BASE
-    if not os.path.isdir(base) or not os.access(base, os.W_OK | os.X_OK):
-        base = None  # the system's temp dir
+    wanted = os.environ.get(WORKDIR_BASE_ENV) or DEFAULT_WORKDIR_BASE
+    usable = os.path.isdir(wanted) and os.access(wanted, os.W_OK | os.X_OK)
+    base = wanted if usable else None  # None: the system's temp dir
     return Sandbox.from_manifest(manifest(), phase=phase, name=name, base_dir=base)
 
 
