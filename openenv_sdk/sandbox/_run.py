@@ -16,9 +16,11 @@ import resource
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from ._limits import CommandResult, SandboxLimits
 
@@ -128,6 +130,14 @@ def kill_session(sid: int, *, rounds: int = 20) -> None:
         time.sleep(0.01)
 
 
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Write `data` to a command's stdin and close it; a command that exits first just ends the write."""
+    with contextlib.suppress(OSError):  # BrokenPipeError included
+        pipe.write(data)
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -169,10 +179,9 @@ def run_process(
             return CommandResult(stdout="", stderr=f"could not start: {e}", exit_code=127, duration_s=0.0)
     if stdin is not None and proc.stdin is not None:
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.write(data)
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.close()
+        # fed from a thread: a command that writes a full pipe of output before reading its input
+        # (an error message quoting a 100 kB argument) would otherwise block both sides past any limit
+        threading.Thread(target=_feed, args=(proc.stdin, data), name="sandbox-stdin", daemon=True).start()
     kept: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
     cut = {"stdout": 0, "stderr": 0}
     timed_out = False
