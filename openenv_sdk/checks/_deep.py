@@ -526,6 +526,8 @@ def _step_action(schema: Any) -> dict[str, Any] | None:
 
 async def _load_checks(ctx: _Context, card: Scorecard, schema: Any) -> list[CheckResult]:
     sessions = ctx.options.sessions
+    if ctx.manifest is not None:  # the capacity the author declared: more sessions are refused, by design
+        sessions = min(sessions, ctx.manifest.server.max_sessions)
     if not ctx.tasks:
         return [_skip(n, "no task to play") for n in ("deep.concurrency", "deep.latency", "deep.memory")]
     figures = LoadFigures(sessions=sessions)
