@@ -11,7 +11,17 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CATEGORIES", "DIFFICULTIES", "TASK_ID_PATTERN", "Category", "Difficulty", "TerminalTaskSpec", "task_yaml"]
+__all__ = [
+    "CATEGORIES",
+    "DIFFICULTIES",
+    "TASK_ENV_NAMES",
+    "TASK_ID_PATTERN",
+    "TASK_IMAGE_ENV",
+    "Category",
+    "Difficulty",
+    "TerminalTaskSpec",
+    "task_yaml",
+]
 
 Category = Literal["files", "text", "config", "git", "scripting", "permissions", "archives"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
@@ -19,6 +29,12 @@ Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[str, ...] = get_args(Difficulty)
 TASK_ID_PATTERN = r"^[a-z0-9][a-z0-9_]*$"
 """A task id, the name of its folder under `tasks/`: lowercase letters, digits and `_`."""
+TASK_IMAGE_ENV = "OPENENV_TERMINAL_TASK_IMAGE"
+"""Set (to the task's id) in the image built for a task with `image: true`: the server in that
+image may play that task; any other server refuses it."""
+TASK_ENV_NAMES = "OPENENV_TERMINAL_TASK_ENV"
+"""Set in a task's own image: the names of the ENV its Dockerfile and compose file set
+(comma-separated), which the agent's shell gets there."""
 
 
 class TerminalTaskSpec(BaseModel):
@@ -39,6 +55,12 @@ class TerminalTaskSpec(BaseModel):
         default=False,
         description="Imported from a Harbor task (`openenv harbor import`): during the check, the check "
         "files' `tests/` folder is at /tests and /logs is writable, as Harbor's verifier expects.",
+    )
+    image: bool = Field(
+        default=False,
+        description="The task brings its own image (`environment/Dockerfile` beside `task.yaml`, built on the "
+        "environment's server image by `openenv harbor build`): only a server in that image plays it, and "
+        "its workspace starts as a copy of the image's `workdir`.",
     )
     prompt: str = Field(min_length=1, description="What the agent is asked to do, as it reads it.")
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import uvicorn
 
+from .errors import ProviderError
+
 __all__ = ["DEFAULT_SERVE_TIMEOUT_S", "serve_app"]
 
 DEFAULT_SERVE_TIMEOUT_S = 10.0
@@ -59,7 +61,7 @@ def serve_app(app: Any, *, host: str = "127.0.0.1", timeout_s: float = DEFAULT_S
         The base URL, `http://HOST:PORT` (the host in brackets for IPv6).
 
     Raises:
-        RuntimeError: uvicorn did not start within `timeout_s`, or exited first (the app's
+        ProviderError: uvicorn did not start within `timeout_s`, or exited first (the app's
             startup failed, say: uvicorn logs why).
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -84,9 +86,9 @@ def serve_app(app: Any, *, host: str = "127.0.0.1", timeout_s: float = DEFAULT_S
             while not server.started:
                 if not thread.is_alive():
                     cause = exits[0] if exits else None
-                    raise RuntimeError(f"uvicorn exited before it started on {host} port {port}") from cause
+                    raise ProviderError(f"uvicorn exited before it started on {host} port {port}") from cause
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"uvicorn did not start on {host} port {port} within {timeout_s} s")
+                    raise ProviderError(f"uvicorn did not start on {host} port {port} within {timeout_s} s")
                 time.sleep(0.005)
             yield f"http://[{host}]:{port}" if family == socket.AF_INET6 else f"http://{host}:{port}"
         finally:

@@ -60,7 +60,7 @@ def test_harbor_and_tracing_api() -> None:
 
     assert sorted(openenv_sdk.harbor.__all__) == [
         "HarborComposeError", "HarborImportError", "HarborNameError", "HarborSizeError", "HarborTask", "ImportReport",
-        "Verification", "import_harbor_task", "read_harbor_task", "verify_imported",
+        "Verification", "build_task_image", "import_harbor_task", "read_harbor_task", "verify_imported",
     ]  # fmt: skip
     assert sorted(openenv_sdk.tracing.__all__) == [
         "ENABLE_ENV", "enabled", "extract", "inject", "refresh", "set_attributes", "span", "wrap"

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 import openenv_sdk.testing
+from openenv_sdk.errors import ProviderError
 from openenv_sdk.testing import serve_app
 
 
@@ -50,7 +51,7 @@ def test_serves_on_a_free_loopback_port_and_stops() -> None:
 def test_an_app_that_does_not_start_raises() -> None:
     before = set(uvicorn_threads())
     with (
-        pytest.raises(RuntimeError, match="uvicorn exited before it started on 127.0.0.1 port"),
+        pytest.raises(ProviderError, match="uvicorn exited before it started on 127.0.0.1 port"),
         serve_app(failing_app, timeout_s=5),
     ):
         pass

@@ -65,7 +65,7 @@ from openenv_sdk.sandbox import (
     run_command,
 )
 from openenv_sdk.tasks import TaskRecord
-from openenv_sdk.terminal_task import TASK_ID_PATTERN, TerminalTaskSpec
+from openenv_sdk.terminal_task import TASK_ENV_NAMES, TASK_ID_PATTERN, TASK_IMAGE_ENV, TerminalTaskSpec
 
 __all__ = [
     "WORKDIR_BASE_ENV",
@@ -322,6 +322,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         self._mounts: list[Mount] = []
         self._tmpdir = "/tmp"
         self._task: TerminalTask | None = None
+        self._task_env: dict[str, str] = {}
         self.state = TerminalState()
 
     # --- the orchestrator's verbs ------------------------------------------------------
@@ -358,8 +359,14 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             hint = did_you_mean(task_id, tasks)
             raise ValueError(f"unknown task_id {task_id!r}.{hint} There are {len(tasks)} tasks (see tasks/).")
         chosen = tasks[task_id]
+        if chosen.image and os.environ.get(TASK_IMAGE_ENV) != chosen.id:
+            raise ValueError(
+                f"task {task_id!r} brings its own image: serve the image that `openenv harbor build "
+                f"<environment folder> {task_id}` makes (this server is not in it)"
+            )
         self._close_sandbox()
         self._task = chosen
+        self._task_env = _image_env() if chosen.image else {}
         self.episode_done = False
         self._sandbox = _new_sandbox("terminal")
         try:
@@ -403,6 +410,8 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             self._tmpdir = "/tmp"
         else:
             self._tmpdir = str(tmp)
+        if task.image and task.workdir:
+            _copy_image_workdir(sandbox, Path(task.workdir))
         files = task.folder / "files"
         if files.is_dir():
             shutil.copytree(files, sandbox.workspace, symlinks=True, dirs_exist_ok=True)
@@ -703,6 +712,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             "TMPDIR": self._tmpdir,
             "GIT_EDITOR": "true",
             "PAGER": "cat",
+            **self._task_env,
             **(extra_env or {}),
         }
         if wrapped:
@@ -739,6 +749,27 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             f"- submit(): say you are done (the episode ends).\n"
             f"Nothing is interactive: stdin is empty, and git uses no editor or pager."
         )
+
+
+def _image_env() -> dict[str, str]:
+    """In a task's own image: the ENV its Dockerfile and compose file set, for the agent's shell
+    (never the session's own HOME, USER or TMPDIR)."""
+    names = [n for n in os.environ.get(TASK_ENV_NAMES, "").split(",") if n]
+    kept = set(names) - {"HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "PWD"}
+    return {n: os.environ[n] for n in names if n in kept and n in os.environ}
+
+
+def _copy_image_workdir(sandbox: Sandbox, workdir: Path) -> None:
+    """A task with its own image: its workspace starts as the image's `workdir`, as the task's
+    Dockerfile left it (copied by the server, `cp -a`, then handed to the session's uid)."""
+    if not workdir.is_dir():
+        return
+    limits = SandboxLimits(timeout_s=COPY_TIMEOUT_S, sandbox_user=None, memory_bytes=None, max_processes=None)
+    copied = run_command(["/bin/cp", "-a", "--", f"{workdir}/.", f"{sandbox.workspace}/"], cwd="/", limits=limits)
+    if copied.exit_code != 0:
+        raise RuntimeError(f"copying the image's {workdir} into the workspace failed:\n{copied.render()}")
+    sandbox.make_dir("work")
+    _give_contents(sandbox, sandbox.workspace)
 
 
 def _agents_dir_mounts(env: dict[str, str]) -> list[Mount]:

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from ..errors import SandboxError
 from ..sandbox import CommandResult, Egress, Isolation, isolation_mode, launch_egress, relay_url
 from ..sandbox._allowlist import is_ip_literal
 from ..sandbox._network import operator_pins
@@ -103,7 +104,7 @@ class AgentHost:
                 f'mkdir -p "$(dirname {shlex.quote(path)})" && cat > {shlex.quote(path)}', env={}, timeout_s=30.0, stdin=text
             )
             if wrote.exit_code != 0:
-                raise RuntimeError(f"could not write {path} in the sandbox: {_scrub(wrote.stderr, secret)[-500:]}")
+                raise SandboxError(f"could not write {path} in the sandbox: {_scrub(wrote.stderr, secret)[-500:]}")
         # Only when the spec asks: environments written before `memory_bytes` existed still host other agents.
         memory: dict[str, Any] = {"memory_bytes": spec.memory_bytes} if spec.memory_bytes is not None else {}
         if memory and "memory_bytes" not in inspect.signature(self.agent_exec).parameters:
@@ -165,7 +166,7 @@ def model_egress_of(base_url: str) -> tuple[Egress, str]:
     try:
         address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
     except OSError as e:
-        raise RuntimeError(f"the launch's base_url host {host!r} does not resolve here: {e}") from None
+        raise SandboxError(f"the launch's base_url host {host!r} does not resolve here: {e}") from None
     return Egress(allow=(f"{host}:{port}",), pins={host.lower(): str(address)}), base_url
 
 

@@ -10,6 +10,8 @@ import json
 import math
 from typing import Any
 
+from ..errors import OpenEnvError
+
 __all__ = ["SampleError", "sample_from_schema"]
 
 _MAX_DEPTH = 32  # levels of objects, arrays, `$ref`s and combinators before sampling gives up
@@ -37,7 +39,7 @@ _FORMATS: dict[str, str | None] = {  # a fixed sample per format; None: any stri
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
-class SampleError(ValueError):
+class SampleError(OpenEnvError, ValueError):
     """The schema has a construct this sampler cannot satisfy; the message names the keyword
     (`pattern`, an unknown `format`, a required `$ref` cycle, bounds no number fits, ...)."""
 

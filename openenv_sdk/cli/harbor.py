@@ -48,6 +48,14 @@ def import_tasks(
         typer.Option("--ignore-package", help="A package the Dockerfile installs that the task does not need (repeat)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace tasks of the same id.")] = False,
+    own_image: Annotated[
+        bool,
+        typer.Option(
+            "--own-image",
+            help="Keep each task's Dockerfile (and docker-compose file) as its own image, built on the "
+            "environment's server image (openenv harbor build), instead of mapping it onto the shared system.",
+        ),
+    ] = False,
     verify: Annotated[
         bool,
         typer.Option("--verify", help="Then serve the environment and play each task: solution 1.0, nothing 0.0."),
@@ -65,9 +73,13 @@ def import_tasks(
     is then played through the environment's server and graded: its reference solution must
     score 1.0 and doing nothing 0.0. Exit code 1 if any was refused or failed to verify.
 
+    With --own-image, a task keeps its Dockerfile and compose file (tasks/<id>/environment/):
+    `openenv harbor build` builds its image, in which the environment's server plays it.
+
     Examples:
         openenv harbor import examples/harbor/* --into environments/terminal/tasks --ignore-package curl --verify
         openenv harbor import ~/terminal-bench-2/tasks/hello-world --prefix tb2_ --json
+        openenv harbor import ~/terminal-bench-2/tasks/some-task --own-image --verify
     """
     from openenv_sdk.harbor import HarborImportError, import_harbor_task, verify_imported
 
@@ -77,7 +89,7 @@ def import_tasks(
         try:
             report = import_harbor_task(
                 task_dir, tasks_dir=into, prefix=prefix, category=category,
-                ignore_packages=ignore_package or [], overwrite=force,
+                ignore_packages=ignore_package or [], overwrite=force, own_image=own_image,
             )  # fmt: skip
         except HarborImportError as e:
             refused.append({"source": str(task_dir), "problems": e.problems})
@@ -110,3 +122,40 @@ def import_tasks(
         })  # fmt: skip
     if refused or any(not v.ok for v in verified):
         raise typer.Exit(1)
+
+
+@harbor.command(name="build")
+def build_task(
+    env_dir: Annotated[Path, typer.Argument(help="The environment folder (openenv.yaml, tasks/, hidden/).")],
+    task_id: Annotated[str, typer.Argument(help="A task imported with --own-image.")],
+    tag: Annotated[str | None, typer.Option("--tag", help="The task image's tag; default <server image>-<task id>.")] = None,
+    base_image: Annotated[
+        str | None, typer.Option("--base-image", help="The server image's base (else $OPENENV_BASE_IMAGE).")
+    ] = None,
+    output_format: FormatOpt = OutputFormat.human,
+    json_flag: JsonOpt = False,
+) -> None:
+    """Build the image of a task imported with --own-image: the environment's server image, then the
+    task's Dockerfile on it (its FROM replaced, nothing pulled). Serve it with
+    `GenericEnvClient(image=TAG)` and reset to the task; its checks stay on the host (hidden/).
+
+    Examples:
+        openenv harbor build environments/terminal stock_report
+        openenv harbor build environments/terminal stock_report --tag my-task:1 --json
+    """
+    from openenv_sdk.errors import ContainerError
+    from openenv_sdk.harbor import HarborImportError, build_task_image
+
+    fmt = resolve_format(output_format, json_flag)
+    try:
+        image = build_task_image(env_dir, task_id, tag=tag, base_image=base_image)
+    except HarborImportError as e:
+        fail(str(e), hint="Import the task with: openenv harbor import TASK_DIR --own-image", code=1)
+        return
+    except ContainerError as e:
+        fail(str(e), code=1)
+        return
+    if fmt is OutputFormat.json:
+        print_json({"task_id": task_id, "image": image})
+    else:
+        console.print(f"[green]✓[/] {escape(task_id)}: {escape(image)}")

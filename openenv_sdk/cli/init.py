@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from .._suggest import did_you_mean
+from ..errors import OpenEnvError
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._output import console, escape, fail, print_json
 
@@ -40,7 +41,7 @@ class Template(str, Enum):
     """The agent writes Python in a sandbox; hidden tests grade it where its code never runs."""
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(OpenEnvError, ValueError):
     """The name is not usable, or the target folder is not empty."""
 
 

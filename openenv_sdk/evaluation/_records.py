@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import OpenEnvError
+
 __all__ = ["REWARD_BOUND", "EpisodeLog", "EpisodeRecord", "PlannedEpisode", "RecordRejected", "TurnTokens", "parse_record"]
 
 
@@ -100,7 +102,7 @@ REWARD_BOUND = 1e9
 larger one is a damaged or hand-made line."""
 
 
-class RecordRejected(ValueError):
+class RecordRejected(OpenEnvError, ValueError):
     """A line of `episodes.jsonl` that is JSON but not a record an earlier run could have written."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..episode_config import EpisodeConfig
+from ..errors import OpenEnvError
 from ._episode import openai_tools
 from ._metrics import RunSummary, default_ks, summarize
 from ._policy import Policy
@@ -32,7 +33,7 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.md"
 
 
-class OutputMismatch(ValueError):
+class OutputMismatch(OpenEnvError, ValueError):
     """The output folder holds episodes of another model or environment."""
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from ..client import AsyncGenericEnvClient
-from ..errors import ManifestError, ServerError, TransportError
+from ..errors import ClientStateError, ManifestError, ServerError, TransportError
 from ..loader import load_grader
 from ..tasks import ServedTask
 from ._records import PlannedEpisode
@@ -117,7 +117,7 @@ class EnvTarget:
     def client(self) -> AsyncGenericEnvClient:
         """A new client (one session) of the started server."""
         if self._url is None:
-            raise RuntimeError("start() the target first")
+            raise ClientStateError("start() the target first")
         # the runner calls tools on the agent's behalf: one round trip on the session's WebSocket
         return AsyncGenericEnvClient(
             self._url, orchestrator_token=self._token, timeout_s=self.timeout_s, tool_transport="websocket"

@@ -58,6 +58,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from openenv_sdk.errors import ClientStateError
 from openenv_sdk.grading._channel import Channel, Spawn, spawn_subprocess
 from openenv_sdk.grading._codec import Codec, CodecError, Limits, check_text
 from openenv_sdk.grading._errors import (
@@ -208,7 +209,7 @@ class RemoteSession:
 
     def _ensure(self) -> Channel:
         if self._closed:
-            raise RuntimeError("this RemoteSession is closed")
+            raise ClientStateError("this RemoteSession is closed")
         if self._channel is None:
             config = {"modules": list(self.modules), "limits": self.limits.as_dict()}
             argv = [self.python, "-I", "-S", "-c", worker_script(), json.dumps(config)]

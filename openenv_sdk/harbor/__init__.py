@@ -6,6 +6,8 @@
 - `HarborImportError`: a task that cannot be mapped, with every reason; `HarborNameError` (a
   name that is not `org/name`), `HarborSizeError` (over a limit of docs/harbor.md) and
   `HarborComposeError` (compose keys outside the supported subset) narrow it.
+- `build_task_image`: the image of a task imported with its own image (`own_image=True`): its
+  Dockerfile (and compose file) built on the environment's server image.
 - `verify_imported`: play imported tasks through their environment's server (the reference
   solution must score 1.0, doing nothing 0.0).
 
@@ -15,6 +17,7 @@ command line. docs/harbor.md says what maps, what is changed, and what is refuse
 
 from ._convert import ImportReport, import_harbor_task
 from ._errors import HarborComposeError, HarborImportError, HarborNameError, HarborSizeError
+from ._image import build_task_image
 from ._task import HarborTask, read_harbor_task
 from ._verify import Verification, verify_imported
 
@@ -26,6 +29,7 @@ __all__ = [
     "HarborTask",
     "ImportReport",
     "Verification",
+    "build_task_image",
     "import_harbor_task",
     "read_harbor_task",
     "verify_imported",

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from ..terminal_task import CATEGORIES, DIFFICULTIES, TASK_ID_PATTERN, TerminalTaskSpec, task_yaml
 from ._dockerfile import BASE_PACKAGES, WorkspacePlan, plan_workspace
 from ._errors import HarborImportError
+from ._image import plan_image
 from ._limits import one_line
 from ._task import HarborTask, read_harbor_task
 from ._verifier import VerifierPlan, plan_verifier
@@ -66,6 +67,7 @@ def import_harbor_task(
     category: str | None = None,
     ignore_packages: tuple[str, ...] | list[str] = (),
     overwrite: bool = False,
+    own_image: bool = False,
 ) -> ImportReport:
     """Convert one Harbor task folder into the terminal environment's format.
 
@@ -79,9 +81,14 @@ def import_harbor_task(
         ignore_packages: packages the Dockerfile installs that the task does not need in the
             sandbox (e.g. `curl` installed only for the tests' own installer).
         overwrite: replace a task of the same id.
+        own_image: keep the task's Dockerfile (and compose file) as its own image, built on the
+            environment's server image by `build_task_image` (`openenv harbor build`), instead
+            of mapping it onto the environment's shared system (`_image.py`).
 
     Raises:
         HarborImportError: the task cannot be mapped; every reason is listed.
+        HarborNameError, HarborSizeError: its name or a size breaks a limit (docs/harbor.md).
+        HarborComposeError: (`own_image`) its compose file uses keys outside the supported subset.
         FileNotFoundError: `task_dir` is not a folder.
     """
     task = read_harbor_task(task_dir)
@@ -96,10 +103,17 @@ def import_harbor_task(
         problems.append(f"{tasks_dir / new_id} exists: pass overwrite=True (--force) to replace it")
 
     workdir = task.environment.get("workdir")
-    workspace = plan_workspace(task.environment_dir, workdir=workdir if isinstance(workdir, str) else None)
-    problems += workspace.problems
-    notes += workspace.notes
-    problems += _package_problems(workspace, tasks_dir.parent, set(ignore_packages))
+    workdir = workdir if isinstance(workdir, str) else None
+    if own_image:
+        image = plan_image(task.environment_dir, source=source, workdir=workdir)
+        problems += image.problems
+        notes += [*image.notes, "built as its own image on the environment's server image (its FROM replaced)"]
+        workspace = WorkspacePlan(workdir=None if image.problems else image.workdir)
+    else:
+        workspace = plan_workspace(task.environment_dir, workdir=workdir)
+        problems += workspace.problems
+        notes += workspace.notes
+        problems += _package_problems(workspace, tasks_dir.parent, set(ignore_packages))
     problems += _config_problems(task, notes)
     verifier = plan_verifier(task, workspace.workdir or "/app") if workspace.workdir else VerifierPlan()
     problems += [p for p in verifier.problems if p not in problems]
@@ -129,7 +143,7 @@ def import_harbor_task(
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
-    _write_task(task, workspace, task_folder, chosen_category, difficulty)
+    _write_task(task, workspace, task_folder, chosen_category, difficulty, own_image=own_image)
     _write_hidden(task, workspace.workdir, verifier, hidden_folder, solve.read_text(encoding="utf-8"))
     return ImportReport(
         task_id=new_id,
@@ -209,17 +223,22 @@ def _title(instruction: str) -> str:
     return first[:60].rsplit(" ", 1)[0].rstrip(",.;:") + "..."
 
 
-def _write_task(task: HarborTask, workspace: WorkspacePlan, folder: Path, category: str, difficulty: str) -> None:
+def _write_task(
+    task: HarborTask, workspace: WorkspacePlan, folder: Path, category: str, difficulty: str, *, own_image: bool
+) -> None:
     spec = TerminalTaskSpec(
         title=_title(task.instruction),
         category=category,  # type: ignore[arg-type]  # checked against CATEGORIES by the caller
         difficulty=difficulty,  # type: ignore[arg-type]  # one of DIFFICULTIES by the caller
         workdir=workspace.workdir,
         harbor=True,
+        image=own_image,
         prompt=task.instruction + "\n",
     )
     header = f"# Imported from the Harbor task {one_line(task.name)} by `openenv harbor import`: re-import it rather than edit.\n"
     (folder / "task.yaml").write_text(task_yaml(spec, header=header), encoding="utf-8")
+    if own_image:  # the build context, built by `build_task_image`; what the agent's image holds anyway
+        shutil.copytree(task.environment_dir, folder / "environment", symlinks=True)
     files = folder / "files"
     for copy in workspace.copies:
         target = files / copy.target

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import OpenEnvError
+
 __all__ = ["HarborComposeError", "HarborImportError", "HarborNameError", "HarborSizeError"]
 
 
-class HarborImportError(ValueError):
+class HarborImportError(OpenEnvError, ValueError):
     """A Harbor task that cannot be imported; `problems` says every reason."""
 
     def __init__(self, source: Path, problems: list[str]) -> None:

@@ -35,6 +35,8 @@ import shutil
 import tempfile
 from types import ModuleType
 
+from ..errors import IsolationUnavailable
+
 __all__ = ["DENIED_SYSCALLS", "SeccompUnavailable", "filter_program", "program_fd", "program_path"]
 
 DENIED_SYSCALLS = (
@@ -48,7 +50,7 @@ DENIED_SYSCALLS = (
 )
 
 
-class SeccompUnavailable(RuntimeError):
+class SeccompUnavailable(IsolationUnavailable):
     """The filter cannot be compiled here (libseccomp or its binding is missing)."""
 
 
