@@ -12,19 +12,49 @@
     │   ├── CapacityError            CAPACITY_REACHED: the server holds its maximum of sessions
     │   ├── SessionError             SESSION_NOT_FOUND / SESSION_REQUIRED / SESSION_ERROR / NOT_RESET / SESSION_BUSY
     │   ├── AuthenticationError      UNAUTHORIZED: a missing or wrong orchestrator token
-    │   └── ToolCallError            an MCP tool call was refused (unknown tool, unbound session)
+    │   └── ToolCallError            an MCP tool call was refused (unknown tool: `error_type` tool_not_found)
     ├── ToolFailure                  an environment's tool reports a failure to the agent (an `isError` result)
     ├── TransportError               the connection failed or closed under a request
     │   └── RequestTimeout           no answer within the client's `timeout_s`
-    ├── ClientStateError             a closed client was used, or one used before `reset`
-    ├── ProviderError                a provider could not start or keep a server
+    ├── ClientStateError             a closed client (or grading session) was used, or one not started
+    ├── ProviderError                a provider could not start or keep a server (`testing.serve_app` too)
     │   └── ContainerError           the container engine is unreachable or a build failed
-    └── SandboxError                 a sandbox could not be made or used (no uid left, closed, no proxy)
-        └── IsolationUnavailable     bubblewrap cannot run here and the operator did not opt out
+    │       ├── EngineUnavailableError   containers: no engine answers, or the `docker` package is missing
+    │       ├── BuildError               containers: an image build failed (carries the log's tail)
+    │       └── ContainerRunError        containers: a container could not be started or kept serving
+    │           ├── ContainerExitedError   it exited while it should serve (carries its last log lines)
+    │           └── StartupTimeoutError    its server did not answer `GET /health` in time
+    ├── SandboxError                 a sandbox could not be made or used (no uid left, closed, no proxy)
+    │   └── IsolationUnavailable     bubblewrap cannot run here and the operator did not opt out
+    │       └── SeccompUnavailable   sandbox: the ptrace filter cannot be compiled (libseccomp missing)
+    ├── SampleError                  checks: a schema this sampler cannot satisfy (also a ValueError)
+    ├── ScaffoldError                cli init: an unusable name or a non-empty folder (also a ValueError)
+    ├── PushError                    cli push: the folder cannot be published as it is
+    ├── RecordRejected               evaluation: a line of episodes.jsonl no run wrote (also a ValueError)
+    ├── OutputMismatch               evaluation: the output folder holds another run's episodes (a ValueError)
+    └── HarborImportError            harbor: a task that cannot be imported; every reason (a ValueError)
+        ├── HarborNameError          the task's name is not a Harbor identifier
+        ├── HarborSizeError          part of the task is over a limit
+        └── HarborComposeError       its compose file is outside the supported subset
+
+A class whose line starts with a module's name (`containers:`) is defined and exported there,
+beside the code that raises it. Beside this tree, by design, the two of remote grading
+(`openenv_sdk.grading._errors`): what the solution did, never the SDK failing. `ChannelError` is a
+`BaseException` so that a test's `except Exception` cannot take a hang for the error it expects.
+
+    RemoteError                      the solution raised an exception with no builtin equivalent here
+    ChannelError                     the call got no answer from the solution (a BaseException)
+    ├── RemoteTimeout                no answer within the per-call timeout
+    ├── WorkerDied                   the worker exited (os._exit, a crash, a limit)
+    ├── ProtocolError                the answer broke the wire format or its bounds (the only ProtocolError)
+    ├── NotSendable                  a value cannot cross the boundary
+    ├── StaleHandle                  a remote object of a worker that is gone
+    └── SolutionImportError          the solution's module failed to import in the worker
 
 A bad action or a failing tool is data for the caller, not a crash of the server: servers
 send these as typed errors and keep the session; clients raise them with the server's code.
 `error_class(code)` is the one table from wire code to class; every `ErrorCode` has its entry.
+docs/errors.md is generated from this docstring and that table (scripts/gen_errors_doc.py).
 """
 
 from __future__ import annotations
