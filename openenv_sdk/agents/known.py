@@ -40,10 +40,11 @@ answer's content carries one ```` ```mswea_bash_command ```` block (easier for a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from .spec import AgentSpec
 
-__all__ = ["CLAUDE_CODE", "CLAUDE_CODE_VERSION", "CODEX", "CODEX_VERSION", "OPENCODE", "OPENCODE_VERSION", "MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION"]
+__all__ = ["CLAUDE_CODE", "CLAUDE_CODE_VERSION", "CODEX", "CODEX_VERSION", "OPENCODE", "OPENCODE_VERSION", "MINI_SWE_AGENT", "MINI_SWE_AGENT_TEXT", "MINI_SWE_AGENT_VERSION", "PI", "PI_ANTHROPIC", "PI_RESPONSES", "PI_VERSION", "HARBOR_VERSION", "TERMINUS_2"]
 
 MINI_SWE_AGENT_VERSION = "2.4.6"
 
@@ -345,3 +346,49 @@ OpenCode takes for a transient failure (`/429|500|502|503|504|524/`, "rate limit
 "timeout", ...): then it retries up to 5 times with back-off from 2 s (about a minute), whatever
 the status or `x-should-retry`, and no setting turns that off. So a server in front of it must
 keep such text (a random id, a byte count) out of refusals that will not change."""
+
+
+# --- Terminus-2, from harbor on PyPI ------------------------------------------------------------
+
+HARBOR_VERSION = "0.25.0"
+_HARBOR_REQUIREMENTS = (f"harbor=={HARBOR_VERSION}", "litellm==1.110.2")
+"""harbor pinned, and the litellm it was verified with (harbor does not pin it)."""
+
+_TERMINUS_DIR = f"${{OPENENV_AGENTS_DIR:-/tmp/openenv-agents}}/harbor-{HARBOR_VERSION}"
+
+_TERMINUS_INSTALL = (
+    f'V="{_TERMINUS_DIR}"; R="{" ".join(_HARBOR_REQUIREMENTS)}"; '
+    'test "$(cat "$V/.installed" 2>/dev/null)" = "$R" || { '
+    # harbor needs Python >= 3.12: the image's (on PATH, or pyenv's), 3.12 first.
+    'P=""; for c in "${OPENENV_PYTHON312:-}" $(command -v python3.12 python3.13 python3.14 2>/dev/null) '
+    '"${PYENV_ROOT:-/root/.pyenv}"/versions/3.1[2-9]*/bin/python3.1[2-9]; do '
+    '[ -n "$c" ] && [ -x "$c" ] && "$c" -c "import sys, venv; sys.exit(sys.version_info < (3, 12))" 2>/dev/null && { P="$c"; break; }; done; '
+    '[ -n "$P" ] || { echo "Terminus-2 (harbor) needs Python >= 3.12 in the image (python3.12 on PATH, or OPENENV_PYTHON312)" >&2; exit 127; }; '
+    'rm -rf "$V" && mkdir -p "$V" && B=$("$P" -c "import sys; print(sys.base_prefix)") && '
+    # A Python outside /usr (pyenv's under /root) is not visible in the sandbox: copy its runtime
+    # next to the venv (its libpython found through LD_LIBRARY_PATH, not its RUNPATH under /root).
+    'if [ "${B#/usr}" = "$B" ]; then cp -a "$B" "$V/python" && rm -rf "$V"/python/lib/python3.*/test "$V"/python/lib/python3.*/site-packages/* '
+    '&& P="$V/python/bin/$(basename "$P")"; fi && '
+    'LD_LIBRARY_PATH="$V/python/lib" "$P" -m venv "$V/venv" && LD_LIBRARY_PATH="$V/python/lib" "$V/venv/bin/pip" install -q --disable-pip-version-check '
+    + " ".join(f'"{r}"' for r in _HARBOR_REQUIREMENTS)
+    + ' && printf "%s\\n" "$R" > "$V/.installed"; }'
+)
+"""Idempotent (the marker names the requirements); about 100 s cold, 0.6 GB with the copied runtime."""
+
+TERMINUS_2 = AgentSpec(
+    name="terminus-2",
+    install=_TERMINUS_INSTALL,
+    files={".openenv/terminus.py": (Path(__file__).parent / "terminus.py").read_text(encoding="utf-8")},
+    run=(
+        f'cd {{workdir}} && LD_LIBRARY_PATH="{_TERMINUS_DIR}/python/lib" "{_TERMINUS_DIR}/venv/bin/python" -I '
+        '"$HOME/.openenv/terminus.py" --task-file {task_file} --workdir {workdir} < /dev/null'
+    ),
+    env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"},
+    install_timeout_s=900.0,
+    install_allow=_PYPI,
+)
+"""Terminus-2 (harbor's terminal agent, `harbor` on PyPI), its loop and its tmux both in the
+sandbox (`openenv_sdk/agents/terminus.py`), OpenAI chat completions (not streamed, no tools):
+each answer is Terminus's JSON (`analysis`, `plan`, `commands: [{"keystrokes", "duration"}]`,
+`task_complete`); the run ends after `task_complete` is answered twice (harbor asks to confirm).
+Needs Python >= 3.12 and tmux in the image."""
