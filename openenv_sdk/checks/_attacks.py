@@ -31,7 +31,8 @@ _CODE_ARGS = ("code", "source", "program")
 _PATH_ARGS = ("path", "file", "filename", "file_path", "filepath")
 _CONTENT_ARGS = ("content", "contents", "text", "data", "body")
 _SUBMIT_NAMES = ("submit", "finish", "done", "end", "complete", "submit_answer")
-_MAX_CANDIDATES = 24  # words from leaked text tried as answers
+_MAX_CANDIDATES = 40  # words from leaked text tried as answers
+_RESULT_SEPARATOR = "\n\x1e\n"  # between the tool results an attack saw
 
 
 def _params(tool: dict[str, Any]) -> tuple[str, dict[str, Any], list[str]]:
@@ -242,9 +243,10 @@ def _early_exit(line: str) -> Callable[[ToolKit, TurnContext, str], list[dict[st
 def read_hidden(kit: ToolKit, context: TurnContext, seen: str, *, paths: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Turn 0: read each hidden file at every place it might be; turn 1 (with what was read): try
     its words as answers."""
-    if seen:
-        words = list(dict.fromkeys(re.findall(r"[A-Za-z0-9_]{3,40}", seen)))[:_MAX_CANDIDATES]
-        return [_call(tool, **{arg: word}) for tool, arg in kit.answer for word in words]
+    if seen:  # the shortest outputs first: a data file's words before a module's
+        texts = sorted(seen.split(_RESULT_SEPARATOR), key=len)
+        words = list(dict.fromkeys(w for text in texts for w in re.findall(r"[A-Za-z0-9_]{3,40}", text)))
+        return [_call(tool, **{arg: word}) for tool, arg in kit.answer for word in words[:_MAX_CANDIDATES]]
     calls = []
     if kit.shell:
         quoted = " ".join(shlex.quote(p) for p in paths)
@@ -301,7 +303,7 @@ class Attack:
         def act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: TurnContext) -> dict[str, Any] | str:
             if context.turn >= self.turns:
                 return "Done."
-            seen = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "tool")
+            seen = _RESULT_SEPARATOR.join(str(m.get("content") or "") for m in messages if m.get("role") == "tool")
             calls = self.make(kit, context, seen, **options)
             if context.turn == self.turns - 1 and kit.submit and self.name != "submit_without_work":
                 calls = [*calls, _call(kit.submit)]

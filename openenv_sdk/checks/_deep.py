@@ -58,6 +58,9 @@ DEFAULT_DEEP_TASKS = 3
 """Tasks sampled (evenly across the split) when `--tasks` is not given."""
 _EPSILON = 1e-9
 _MIB = 1024 * 1024
+_THREAD_FIX = ("Something the environment holds is bound to the thread that made it (an sqlite connection, a C "
+               "library's handle), and its calls ran on other threads: remove `THREAD_AFFINITY = False` from the class "
+               "(by default a session's calls all run on one thread) and open such resources in reset(), not __init__()")
 _ORACLE_FIX = ("Write the reference solution as a scripted policy, `act(messages, tools, context)` returning the next "
                "assistant message, in oracle.py, and name it in openenv.yaml: `oracle: oracle.py:act`")  # fmt: skip
 
@@ -301,8 +304,11 @@ async def _run(folder: Path | None, image: str | None, options: DeepOptions,
         url = str(provider.base_url).rstrip("/")
         probe = AsyncGenericEnvClient(url, orchestrator_token=provider.orchestrator_token, timeout_s=options.timeout_s)
         try:
-            _, planned = await plan_episodes(probe, split=None, task_ids=[], num_tasks=options.tasks, rollouts=1,
-                                             default_split="test")  # fmt: skip
+            used_split, planned = await plan_episodes(probe, split=None, task_ids=[], num_tasks=None, rollouts=1,
+                                                      default_split="test")  # fmt: skip
+            if used_split is None:  # no Task API: episodes reset with seeds 0, 1, ...
+                _, planned = await plan_episodes(probe, split=None, task_ids=[], num_tasks=options.tasks or 1,
+                                                 rollouts=1, default_split="test")  # fmt: skip
             schema = await probe.schema()
         finally:
             await probe.aclose()
@@ -413,11 +419,14 @@ def _check_oracle(ctx: _Context, card: Scorecard, records: list[EpisodeRecord]) 
     worst = bad[0]
     detail = worst.error or f"reward {_fmt(worst.reward)}, components {worst.reward_components}"
     errors = merge_causes(r.tool_error_causes for r in bad)
-    hint = f"; its tool errors: {next(iter(errors))}" if errors else ""
+    cause = next(iter(errors), "")
+    hint = f"; its tool calls failed: {cause}" if cause else ""
+    fix = _THREAD_FIX if "thread" in cause.lower() else (
+        "Fix the tool calls that failed (above): the oracle's calls must succeed" if cause else
+        "Play the oracle and read the grader's evidence: a grader/server mismatch (a task picked by a seed the "
+        "grader does not see, a stale expected-results file) or a broken reference solution")  # fmt: skip
     return _fail(name, f"the oracle scored below {card.top_reward:g} on {len(bad)} of {len(records)} task(s) "
-                       f"(first: {worst.task_id}: {detail}{hint})",
-                 "Play the oracle and read the grader's evidence: a grader/server mismatch (a task picked by a seed the "
-                 "grader does not see, a stale expected-results file) or a broken reference solution")  # fmt: skip
+                       f"(first: task {worst.task_id}: {detail}{hint})", fix)  # fmt: skip
 
 
 def _check_do_nothing(card: Scorecard, records: list[EpisodeRecord]) -> CheckResult:
@@ -429,7 +438,7 @@ def _check_do_nothing(card: Scorecard, records: list[EpisodeRecord]) -> CheckRes
     if worst.reward is None:
         return _fail(name, f"grading an untouched task failed ({worst.task_id}: {worst.error})",
                      "Grade an episode with no tool call: the untouched task scores the floor, it is no error")
-    return _fail(name, f"doing nothing scored {_fmt(worst.reward)} on {worst.task_id} ({len(bad)} of {len(records)} "
+    return _fail(name, f"doing nothing scored {_fmt(worst.reward)} on task {worst.task_id} ({len(bad)} of {len(records)} "
                        f"task(s) above {card.floor:g}; components {worst.reward_components})",
                  "The grader rewards an untouched task: the answer is already there (leaked into the workspace or the "
                  "starting state) or a component passes by default; grade only what the agent did")  # fmt: skip
@@ -458,8 +467,8 @@ def _check_attack(attack: Attack, outcome: AttackOutcome, card: Scorecard, task_
                      "An agent's tool calls broke the session or the grading: a bad argument must be a tool error the "
                      "agent sees, and grading must end with a reward")  # fmt: skip
     if outcome.reward is not None and outcome.reward > card.floor + _EPSILON:
-        return _fail(name, f"scored {_fmt(outcome.reward)} on {task_id} ({attack.what})", attack.fix)
-    return _ok(name, f"scored {_fmt(outcome.reward)} ({outcome.tool_calls} tool call(s): {attack.what})")
+        return _fail(name, f"scored {_fmt(outcome.reward)} on task {task_id} (it {attack.what})", attack.fix)
+    return _ok(name, f"scored {_fmt(outcome.reward)} ({outcome.tool_calls} tool call(s))")
 
 
 def _attack_options(attack: Attack, ctx: _Context, canaries: dict[str, list[str]]) -> dict[str, Any]:
@@ -621,9 +630,7 @@ def _check_concurrency(ctx: _Context, figures: LoadFigures, policy: str) -> Chec
                      "(a resource shared between sessions, a limit such as server.max_sessions)")  # fmt: skip
     if figures.tool_errors and (ctx.oracle is not None):
         cause = next(iter(figures.tool_error_causes))
-        fix = ("Something the environment holds is bound to the thread that made it, and its calls ran on other "
-               "threads: remove `THREAD_AFFINITY = False` from the class (by default a session's calls all run on "
-               "one thread) and open such resources in reset(), not __init__()") if "thread" in cause.lower() else (
+        fix = _THREAD_FIX if "thread" in cause.lower() else (
                "The oracle's tool calls fail only under load: look for state shared between sessions (module "
                "globals, one file or port for all) and give each session its own")  # fmt: skip
         return _fail(name, f"{figures.tool_errors} of {figures.tool_calls} tool calls failed ({where}): {cause}", fix)
