@@ -37,8 +37,8 @@
         ├── HarborSizeError          part of the task is over a limit
         └── HarborComposeError       its compose file is outside the supported subset
 
-A class whose line starts with a module's name (`containers:`) is defined and exported there,
-beside the code that raises it. Beside this tree, by design, the two of remote grading
+A class whose description starts with a module's name (`containers:`) is defined and exported there
+(its children too), beside the code that raises it. Beside this tree, by design, the two of remote grading
 (`openenv_sdk.grading._errors`): what the solution did, never the SDK failing. `ChannelError` is a
 `BaseException` so that a test's `except Exception` cannot take a hang for the error it expects.
 

@@ -29,7 +29,9 @@ def _script(name: str) -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("script", ["gen_cli_docs", "gen_protocol_schema", "gen_manifest_docs", "gen_attack_table"])
+@pytest.mark.parametrize(
+    "script", ["gen_cli_docs", "gen_protocol_schema", "gen_manifest_docs", "gen_attack_table", "gen_errors_doc"]
+)
 def test_generated_docs_are_up_to_date(script: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(sys, "argv", [script, "--check"])
     assert _script(script).main() == 0, capsys.readouterr().out
