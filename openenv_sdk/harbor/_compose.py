@@ -115,9 +115,11 @@ def read_compose(path: Path, *, source: Path) -> ComposePlan:
     try:
         compose = _ComposeFile.model_validate(raw)
     except ValidationError as e:
-        unknown += [".".join(str(p) for p in err["loc"]) for err in e.errors() if err["type"] == "extra_forbidden"]
-        other = [f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors() if err["type"] != "extra_forbidden"]
-        raise HarborComposeError(source, unknown, _unknown_problems(where, unknown) + [f"environment/{where}: {o}" for o in other]) from e
+        unknown += [_key(err["loc"]) for err in e.errors() if err["type"] == "extra_forbidden"]
+        # with an unknown key, the other errors are mostly the union's other branches failing
+        other = [] if unknown else [f"{_key(err['loc'])}: {err['msg']}" for err in e.errors()]
+        problems = _unknown_problems(where, unknown) + [f"environment/{where}: {o}" for o in other]
+        raise HarborComposeError(source, unknown, problems) from e
     if unknown:
         raise HarborComposeError(source, unknown, _unknown_problems(where, unknown))
     name = "main" if "main" in compose.services else next(iter(compose.services))
@@ -132,6 +134,11 @@ def read_compose(path: Path, *, source: Path) -> ComposePlan:
             ],
         )
     return _plan(where, name, compose.services[name], source)
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    """A dotted key from a pydantic error location, without the union branches' tags (`_Build`, `str`)."""
+    return ".".join(str(p) for p in loc if not re.fullmatch(r"_\w+|str|int|float|bool|(list|dict)\[.*\]", str(p)))
 
 
 def _unknown_problems(where: str, keys: list[str]) -> list[str]:

@@ -1,0 +1,329 @@
+"""Harbor tasks with their own Dockerfile and docker-compose file (`own_image=True`).
+
+The task folder `fixtures/stock-report` is written for this: a Dockerfile that puts a tool in
+`/usr/local/bin` and its data in `/etc` (outside the workspace: only its own image has them), a
+compose file whose main service sets an environment variable, Harbor's log mounts and limits,
+and a three-step pytest check that also runs the agent's script. It is imported into a copy of
+the terminal environment, its image built on the local base (`$OPENENV_BASE_IMAGE`), and played
+through the real server in a real container (OPENENV_TEST_CONTAINERS=1): the reference solution
+scores 1.0, doing nothing 0.0, and the agent cannot reach the verifier's files. Every image and
+container these tests make is labelled and removed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from openenv_sdk.cli.main import app
+from openenv_sdk.harbor import HarborComposeError, HarborImportError, import_harbor_task
+from openenv_sdk.harbor._image import LABEL_TASK, ImagePlan, plan_image, task_dockerfile
+from openenv_sdk.terminal_task import TASK_ENV_NAMES, TASK_IMAGE_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+TERMINAL = ROOT / "environments" / "terminal"
+FIXTURE = Path(__file__).parent / "fixtures" / "stock-report"
+TEST_LABEL = {"org.openenv.test": "harbor-own-image"}
+CANARY = "VERIFIER-CANARY-7c1e9a"
+
+
+def terminal_copy(root: Path) -> Path:
+    """The terminal environment without its tasks: its server, grader, manifest and `hidden/lib.sh`."""
+    env = root / "env"
+    (env / "tasks").mkdir(parents=True)
+    (env / "hidden").mkdir()
+    for name in ("openenv.yaml", "terminal_env.py", "grader.py"):
+        shutil.copy(TERMINAL / name, env / name)
+    shutil.copy(TERMINAL / "hidden" / "lib.sh", env / "hidden" / "lib.sh")
+    return env
+
+
+def harbor_task(root: Path, files: dict[str, str]) -> Path:
+    """The fixture with some files replaced (`None`-free: each path -> new text)."""
+    task = root / "task"
+    shutil.copytree(FIXTURE, task)
+    for relative, text in files.items():
+        (task / relative).parent.mkdir(parents=True, exist_ok=True)
+        (task / relative).write_text(text)
+    return task
+
+
+def compose_refusal(tmp_path: Path, compose: str) -> HarborComposeError:
+    env = terminal_copy(tmp_path)
+    task = harbor_task(tmp_path, {"environment/docker-compose.yaml": compose})
+    with pytest.raises(HarborComposeError) as caught:
+        import_harbor_task(task, tasks_dir=env / "tasks", own_image=True)
+    assert not any((env / "tasks").iterdir()), "a refused task wrote nothing"
+    return caught.value
+
+
+# --- the import (no engine) -------------------------------------------------------------------
+
+
+def test_the_import_keeps_the_environment_for_the_build_and_the_tests_on_the_host(tmp_path: Path) -> None:
+    env = terminal_copy(tmp_path)
+    report = import_harbor_task(FIXTURE, tasks_dir=env / "tasks", own_image=True)
+    assert (report.task_id, report.workdir, report.difficulty) == ("stock_report", "/app", "easy")
+    spec = yaml.safe_load((env / "tasks/stock_report/task.yaml").read_text())
+    assert spec["image"] is True and spec["harbor"] is True and spec["workdir"] == "/app"
+    written = sorted(p.relative_to(env / "tasks/stock_report").as_posix() for p in (env / "tasks/stock_report").rglob("*") if p.is_file())
+    assert written == [
+        "environment/Dockerfile", "environment/data/orders.csv", "environment/docker-compose.yaml",
+        "environment/tools/stockctl", "task.yaml",
+    ]  # fmt: skip
+    assert not any(CANARY in p.read_text() for p in (env / "tasks").rglob("*") if p.is_file()), "tests stay in hidden/"
+    assert CANARY in (env / "hidden/stock_report/tests/test_outputs.py").read_text()
+    assert any("services.main image, command, deploy ignored" in n for n in report.notes)
+    assert any("volume ${HOST_VERIFIER_LOGS_PATH}" in n for n in report.notes)
+
+
+def test_without_own_image_the_same_task_is_refused_as_before(tmp_path: Path) -> None:
+    env = terminal_copy(tmp_path)
+    with pytest.raises(HarborImportError) as caught:
+        import_harbor_task(FIXTURE, tasks_dir=env / "tasks")
+    assert any("docker-compose.yaml: a multi-container environment" in p for p in caught.value.problems)
+    assert any("outside the workspace /app" in p for p in caught.value.problems)
+
+
+def test_the_plan_reads_compose_and_dockerfile(tmp_path: Path) -> None:
+    plan = plan_image(FIXTURE / "environment", source=FIXTURE)
+    assert plan.problems == []
+    assert (plan.dockerfile, plan.context, plan.workdir) == ("Dockerfile", ".", "/app")
+    assert plan.environment == {"REPORT_TITLE": "Stock left after orders"}
+    assert plan.env_names == ["STOCK_FILE", "REPORT_TITLE"]
+
+
+def test_the_task_dockerfile_is_built_on_the_server_image_and_gives_it_back_to_the_server() -> None:
+    plan = ImagePlan(environment={"A": 'x "y"'}, env_names=["A"], workdir="/app")
+    text = task_dockerfile(
+        "ARG V=1\nFROM python:3.13-slim AS base\nRUN echo hi\nUSER nobody\nCMD [\"sleep\", \"infinity\"]\n",
+        server_image="openenv-terminal:latest",
+        server_config={"User": "", "WorkingDir": "/env", "Cmd": ["openenv", "serve", "/env"], "Entrypoint": None},
+        task_id="t1",
+        plan=plan,
+    )
+    lines = text.splitlines()
+    assert lines[:3] == ["ARG V=1", "# FROM python:3.13-slim AS base  (replaced by openenv harbor build: the environment's server image)", "FROM openenv-terminal:latest"]
+    assert lines[-5:] == [
+        f'ENV A="x \\"y\\"" {TASK_IMAGE_ENV}="t1" {TASK_ENV_NAMES}="A"',
+        "USER root",
+        "WORKDIR /env",
+        "ENTRYPOINT []",
+        'CMD ["openenv", "serve", "/env"]',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("compose", "keys"),
+    [
+        ("services:\n  main:\n    build: .\n    privileged: true\n    ports: ['8080:80']\n", ["services.main.privileged", "services.main.ports"]),
+        ("services:\n  main:\n    build: .\n    cap_add: [SYS_ADMIN]\n    network_mode: host\n", ["services.main.cap_add", "services.main.network_mode"]),
+        ("services:\n  main:\n    build: .\nvolumes:\n  data: {}\nsecrets: {}\n", ["volumes", "secrets"]),
+        ("services:\n  main:\n    build: {context: ., args: {X: '1'}}\n", ["services.main.build.args"]),
+    ],
+)
+def test_compose_keys_outside_the_subset_are_refused_by_name(tmp_path: Path, compose: str, keys: list[str]) -> None:
+    """A compose key the builder does not support (privileged, ports, cap_add, network_mode, ...) is refused by name."""
+    error = compose_refusal(tmp_path, compose)
+    assert sorted(error.keys) == sorted(keys)
+    for key in keys:
+        assert f"environment/docker-compose.yaml: {key} is not supported" in "\n".join(error.problems)
+
+
+def test_services_beside_the_main_one_are_refused(tmp_path: Path) -> None:
+    error = compose_refusal(tmp_path, "services:\n  main:\n    build: .\n  db:\n    image: postgres:16\n")
+    assert error.keys == ["services.db"]
+    assert "services db beside the main one (main) are not supported" in error.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("compose", "key"),
+    [
+        ("services:\n  main:\n    build: ../..\n", "services.main.build.context"),
+        ("services:\n  main:\n    build: {context: ., dockerfile: /etc/passwd}\n", "services.main.build.dockerfile"),
+        ("services:\n  main:\n    build: .\n    environment: [API_KEY]\n", "services.main.environment.API_KEY"),
+        ("services:\n  main:\n    build: .\n    environment: {TOKEN: '${HOST_TOKEN}'}\n", "services.main.environment.TOKEN"),
+        ("services:\n  main:\n    build: .\n    volumes: ['/var/run/docker.sock:/var/run/docker.sock']\n", "services.main.volumes"),
+        ("services:\n  main:\n    image: ghcr.io/x/y:1\n", "services.main.image"),
+    ],
+)
+def test_compose_values_that_reach_outside_the_task_are_refused(tmp_path: Path, compose: str, key: str) -> None:
+    """A build context outside environment/, a host variable, a host mount or a prebuilt image is refused by name."""
+    assert compose_refusal(tmp_path, compose).keys == [key]
+
+
+def test_a_compose_file_that_is_not_yaml_is_refused(tmp_path: Path) -> None:
+    error = compose_refusal(tmp_path, "services: [\n")
+    assert "docker-compose.yaml does not parse" in error.problems[0]
+
+
+def test_a_multi_stage_dockerfile_is_refused(tmp_path: Path) -> None:
+    env = terminal_copy(tmp_path)
+    task = harbor_task(tmp_path, {"environment/Dockerfile": "FROM a AS b\nRUN true\nFROM c\nCOPY --from=b /x /app/x\nWORKDIR /app\n"})
+    with pytest.raises(HarborImportError) as caught:
+        import_harbor_task(task, tasks_dir=env / "tasks", own_image=True)
+    assert any("2 FROM lines" in p for p in caught.value.problems)
+    assert any("COPY --from (a multi-stage build)" in p for p in caught.value.problems)
+
+
+def test_the_cli_imports_with_own_image(tmp_path: Path) -> None:
+    env = terminal_copy(tmp_path)
+    result = CliRunner().invoke(app, ["harbor", "import", str(FIXTURE), "--into", str(env / "tasks"), "--own-image", "--json"])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load((env / "tasks/stock_report/task.yaml").read_text())["image"] is True
+
+
+def test_a_server_outside_the_task_image_refuses_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared terminal server refuses a task with its own image (its files and tools are not there)."""
+    env = terminal_copy(tmp_path)
+    import_harbor_task(FIXTURE, tasks_dir=env / "tasks", own_image=True)
+    monkeypatch.delenv(TASK_IMAGE_ENV, raising=False)
+    module = _load_env_module(env)
+    environment = module.TerminalEnvironment()
+    with pytest.raises(ValueError, match="brings its own image: serve the image that `openenv harbor build"):
+        environment.reset(task_id="stock_report")
+    environment.close()
+
+
+def _load_env_module(env: Path) -> Any:
+    name = f"harbor_terminal_env_{abs(hash(env))}"
+    spec = importlib.util.spec_from_file_location(name, env / "terminal_env.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- built and played in a real container -----------------------------------------------------
+
+requires_engine = pytest.mark.skipif(
+    os.environ.get("OPENENV_TEST_CONTAINERS") != "1",
+    reason="needs a container engine: set OPENENV_TEST_CONTAINERS=1 (after scripts/setup_container_engine.sh)",
+)
+
+
+class Built:
+    def __init__(self, env: Path, image: str) -> None:
+        self.env = env
+        self.image = image
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    from openenv_sdk.containers.engine import connect_engine
+    from openenv_sdk.harbor import build_task_image
+
+    env = terminal_copy(tmp_path_factory.mktemp("own_image"))
+    import_harbor_task(FIXTURE, tasks_dir=env / "tasks", own_image=True)
+    engine = connect_engine()
+    server, task_image = "openenv-test-harbor-server:latest", "openenv-test-harbor-stock-report:latest"
+    try:
+        build_task_image(env, "stock_report", tag=task_image, server_tag=server, labels=TEST_LABEL, engine=engine)
+        yield Built(env, task_image)
+    finally:
+        for tag in (task_image, server):
+            try:
+                engine.images.remove(tag, force=True)
+            except Exception:  # noqa: BLE001  # not built (a failed build): nothing to remove
+                pass
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def served(built: Built) -> Iterator[Any]:
+    from openenv_sdk.client import GenericEnvClient
+
+    with GenericEnvClient(image=built.image, timeout_s=120) as env:
+        yield env
+
+
+def _bash(env: Any, command: str) -> str:
+    result = env.call_tool("bash", command=command)
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
+def _grade(built: Built, env: Any) -> Any:
+    from openenv_sdk.loader import load_grader
+    from openenv_sdk.rubric import grade
+
+    return grade(load_grader(built.env), env)
+
+
+@requires_engine
+def test_the_image_is_labelled_and_holds_the_task(built: Built) -> None:
+    from openenv_sdk.containers.engine import connect_engine
+
+    engine = connect_engine()
+    try:
+        labels = engine.images.get(built.image).labels
+    finally:
+        engine.close()
+    assert labels[LABEL_TASK] == "stock_report" and labels["org.openenv.test"] == "harbor-own-image"
+
+
+@requires_engine
+def test_the_agent_works_in_the_task_image(built: Built, served: Any) -> None:
+    """The agent's commands run in the task's system: its tool, its /etc data, its ENV and compose environment."""
+    served.reset(task_id="stock_report")
+    out = _bash(served, 'pwd; ls; command -v stockctl; stockctl get gadgets; echo "[$REPORT_TITLE] [$STOCK_FILE]"; id -u')
+    lines = out.splitlines()
+    assert lines[:5] == ["/app", "orders.csv", "/usr/local/bin/stockctl", "5", "[Stock left after orders] [/etc/inventory/stock.conf]"]
+    assert lines[5] != "0", "the agent is not root"
+
+
+@requires_engine
+def test_the_reference_solution_scores_1_and_nothing_scores_0(built: Built, served: Any) -> None:
+    served.reset(task_id="stock_report")
+    solution = (built.env / "hidden/stock_report/solution.sh").read_text()
+    _bash(served, solution)
+    score = _grade(built, served)
+    assert score.value == 1.0, score.evidence
+    check = next(iter(score.evidence.values()))
+    assert "3 passed" in check["output"], check["output"]
+    served.reset(task_id="stock_report")
+    assert _grade(built, served).value == 0.0
+
+
+@requires_engine
+def test_a_partial_solution_scores_0(built: Built, served: Any) -> None:
+    """The multi-step check: a right report with no script (one step of three undone) scores 0."""
+    served.reset(task_id="stock_report")
+    _bash(served, "printf 'Stock left after orders\\ngadgets: 2\\nwidgets: 1\\n' > /app/report.txt")
+    score = _grade(built, served)
+    assert score.value == 0.0
+    assert "2 passed" in next(iter(score.evidence.values()))["output"]
+
+
+@requires_engine
+def test_the_agent_cannot_read_the_verifier_files(built: Built, served: Any) -> None:
+    """The agent looks for the tests (/tests, the environment's hidden/, any test_outputs.py, the canary) and finds nothing."""
+    served.reset(task_id="stock_report")
+    probe = (
+        "cat /tests/test_outputs.py; cat /tests/test.sh; ls /env/hidden /logs/verifier; "
+        "find / -xdev \\( -name 'test_outputs.py' -o -name 'check.sh' -o -name hidden \\) -not -path '/proc/*' 2>/dev/null; "
+        f"grep -rl {CANARY} /app /etc /opt /usr/local /tmp /var /root /home 2>/dev/null; echo done"
+    )
+    for when in ("before a check", "after a check"):
+        out = _bash(served, probe)
+        stdout, _, stderr = out.partition("[stderr]")
+        assert stdout.strip() == "done", f"{when}: found {stdout!r}"
+        assert "cat: /tests/test_outputs.py: No such file or directory" in stderr and CANARY not in out, when
+        _grade(built, served)  # the check's files are mounted for the check alone, then gone
+
+
+@requires_engine
+def test_verify_imported_plays_the_task_in_its_image(built: Built) -> None:
+    from openenv_sdk.harbor import verify_imported
+
+    [result] = verify_imported(built.env, ["stock_report"], image_tags={"stock_report": built.image})
+    assert (result.solution, result.null, result.ok) == (1.0, 0.0, True), result.evidence
