@@ -40,7 +40,7 @@ from ._protocol import RequestRefused
 from ._runner import SessionRunner, is_coroutine_function
 from ._transcript import Transcript, cut
 from ._wire import accepted_kwargs, cap_result, parse_tool_action, serialize_observation
-from ._worker import EnvironmentAborted, guard_async, guard_sync
+from ._worker import EnvironmentAborted, _own_cancellation, guard_async, guard_sync
 
 if TYPE_CHECKING:
     from ..tools import ToolSpec
@@ -55,43 +55,45 @@ __all__ = ["Session"]
 _F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
 
 
-def _shielded(method: _F) -> _F:
-    """The last net under a session's public verb: whatever `BaseException` environment code
-    raised past the finer handlers becomes `EXECUTION_ERROR`, never a dead task or server."""
+def _verb(call: str | None = None) -> Callable[[_F], _F]:
+    """The last net under a session's public verb, and its report to the manager's observer.
 
-    @functools.wraps(method)
-    async def wrapper(self: Session, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await guard_async(method(self, *args, **kwargs))
-        except EnvironmentAborted as e:
-            logger.warning("session %s: the environment raised %s", self.id[:8], e)
-            raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"The environment raised {e}") from e
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _observed(call: str) -> Callable[[_F], _F]:
-    """Report the verb's duration and outcome to the manager's observer, when it has one."""
+    Whatever `BaseException` environment code raised past the finer handlers becomes
+    `EXECUTION_ERROR`, never a dead task or server (a `CancelledError` of the server's own, a
+    timeout or a shutdown, goes on). When the manager has an observer and `call` names the
+    verb, its duration and outcome are reported: `ok`, the tool outcome, the refusal's code,
+    or `error`. One wrapper, one coroutine frame per call (this is the step's hot path)."""
 
     def decorate(method: _F) -> _F:
         @functools.wraps(method)
         async def wrapper(self: Session, *args: Any, **kwargs: Any) -> Any:
-            observer = self._manager.observer
-            if observer is None:
-                return await method(self, *args, **kwargs)
-            started, outcome = time.monotonic(), "error"
+            observer = self._manager.observer if call is not None else None
+            started, outcome = (time.monotonic() if observer is not None else 0.0), "error"
             try:
                 result = await method(self, *args, **kwargs)
-                outcome = result.outcome if isinstance(result, ToolOutcome) else "ok"
+                if observer is not None:
+                    outcome = result.outcome if isinstance(result, ToolOutcome) else "ok"
                 return result
             except RequestRefused as e:
                 outcome = e.code.value.lower()
                 raise
+            except EnvironmentAborted as e:
+                aborted = e
+            except Exception:
+                raise
+            except BaseException as e:  # as `guard_async` maps it
+                if isinstance(e, asyncio.CancelledError) and _own_cancellation():
+                    raise
+                aborted = EnvironmentAborted(e)
+                aborted.__cause__ = e
             finally:
-                tool = None
-                if call == "tool":
-                    tool = args[0] if args and args[0] in type(self.env).tool_specs else "<unknown>"
-                observer.call_done(call, time.monotonic() - started, outcome, tool)
+                if observer is not None:
+                    tool = None
+                    if call == "tool":
+                        tool = args[0] if args and args[0] in type(self.env).tool_specs else "<unknown>"
+                    observer.call_done(call or "", time.monotonic() - started, outcome, tool)
+            logger.warning("session %s: the environment raised %s", self.id[:8], aborted)
+            raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"The environment raised {aborted}") from aborted
 
         return wrapper  # type: ignore[return-value]
 
@@ -171,8 +173,7 @@ class Session:
 
     # --- the orchestrator's verbs -----------------------------------------------------
 
-    @_shielded
-    @_observed("reset")
+    @_verb("reset")
     async def reset(self, data: dict[str, Any] | None) -> dict[str, Any]:
         try:
             request = ResetRequest.model_validate(data or {})
@@ -192,8 +193,7 @@ class Session:
         if not self.has_reset:
             raise RequestRefused(ErrorCode.NOT_RESET, f"{what} before reset: call reset first to start an episode")
 
-    @_shielded
-    @_observed("step")
+    @_verb("step")
     async def step(self, data: dict[str, Any] | None) -> dict[str, Any]:
         self.require_reset("step")
         if data is None:
@@ -233,7 +233,7 @@ class Session:
             done=bool(guard_sync(getattr, self.env, "episode_done")),
         )
 
-    @_shielded
+    @_verb()
     async def state(self) -> dict[str, Any]:
         try:
             state = guard_sync(getattr, self.env, "state")
@@ -251,7 +251,7 @@ class Session:
         keep the transcript within `max_transcript_bytes`, a first entry says how many."""
         return self._transcript.entries()
 
-    @_shielded
+    @_verb()
     async def call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """An orchestrator-only call (`@orchestrator` methods, and `transcript`)."""
         if name == "transcript":
@@ -277,8 +277,7 @@ class Session:
 
     # --- the agent's tool calls -------------------------------------------------------
 
-    @_shielded
-    @_observed("tool")
+    @_verb("tool")
     async def step_tool_call(self, name: str, arguments: dict[str, Any] | None) -> ToolOutcome:
         """Run one tool sent as a `step` action. Every failure is an outcome (a `ToolError`),
         an unknown tool included (`TOOL_NOT_FOUND`); a call before reset raises `NOT_RESET`."""
@@ -288,8 +287,7 @@ class Session:
             return ToolOutcome.failure(ToolErrorType.TOOL_NOT_FOUND, self._unknown_tool(name))
         return await self._run_tool(spec, name, arguments, "step")
 
-    @_shielded
-    @_observed("tool")
+    @_verb("tool")
     async def mcp_tool_call(self, name: str, arguments: dict[str, Any] | None) -> ToolOutcome:
         """Run one tool called over MCP. A failure is an outcome (an `isError: true` result),
         except an unknown tool, which raises `RequestRefused(VALIDATION_ERROR)` (MCP answers it as
@@ -375,4 +373,13 @@ class Session:
 
 
 def _overrides(env: Environment[Any, Any, Any], name: str) -> bool:
-    return callable(getattr(type(env), name, None))
+    """Whether `env`'s class has `name` (`step_async`, ...), once per class and name (a missing
+    attribute costs a raised and caught `AttributeError`, and every step asks)."""
+    key = (type(env), name)
+    known = _OVERRIDES.get(key)
+    if known is None:
+        known = _OVERRIDES[key] = callable(getattr(type(env), name, None))
+    return known
+
+
+_OVERRIDES: dict[tuple[type, str], bool] = {}  # per environment class; classes are few and live on

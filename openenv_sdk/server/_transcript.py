@@ -26,19 +26,21 @@ class Transcript:
     def __init__(self, *, max_bytes: int, max_calls: int = MAX_TRANSCRIPT_CALLS) -> None:
         self.max_bytes = max_bytes
         self.max_calls = max_calls
-        self._entries: collections.deque[dict[str, Any]] = collections.deque()
+        # made at the episode's first tool call: a deque holds a 64-slot block from the start
+        # (~0.7 KiB a session), and many sessions call no tool (orchestrator-only steps)
+        self._entries: collections.deque[dict[str, Any]] | None = None
         self._bytes = 0
         self._dropped = 0
 
     def clear(self) -> None:
         """A new episode: nothing recorded, nothing dropped."""
-        self._entries.clear()
+        self._entries = None
         self._bytes = self._dropped = 0
 
     def entries(self) -> list[dict[str, Any]]:
         """The calls, oldest first; when older calls were dropped to stay within the budget,
         a first entry says how many."""
-        entries = list(self._entries)
+        entries = list(self._entries or ())
         if self._dropped:
             note = (
                 f"{self._dropped} earlier tool call(s) were dropped: the transcript keeps at most "
@@ -70,10 +72,13 @@ class Transcript:
             if size > budget:
                 entry["arguments"] = {"_truncated": f"arguments of {json_size(arguments)} bytes were not kept"}
                 size = json_size(entry)
-        self._entries.append(entry)
+        entries = self._entries
+        if entries is None:
+            entries = self._entries = collections.deque()
+        entries.append(entry)
         self._bytes += size
-        while self._entries and (self._bytes > self.max_bytes or len(self._entries) > self.max_calls):
-            self._bytes -= json_size(self._entries.popleft())
+        while entries and (self._bytes > self.max_bytes or len(entries) > self.max_calls):
+            self._bytes -= json_size(entries.popleft())
             self._dropped += 1
 
 

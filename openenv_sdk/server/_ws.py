@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from .. import tracing
@@ -68,7 +68,8 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             await websocket.close(code=1001, reason="idle timeout")
 
     session.on_reap = on_reap
-    max_bytes = state.config.max_message_bytes
+    max_bytes, max_depth = state.config.max_message_bytes, state.config.max_json_depth
+    small = max_bytes // 4  # characters: at most 4 bytes each in UTF-8
     watch = _DropWatch(websocket, state.config.disconnect_grace_s)
     watched = _may_wait(state.env_cls)
     try:
@@ -77,17 +78,21 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             text = message.get("text")
-            raw = text.encode() if text is not None else (message.get("bytes") or b"")
-            try:
-                if len(raw) > max_bytes or OVERSIZE_KEY in message:
-                    oversize = message.get(OVERSIZE_KEY) or {"bytes": len(raw), "id": salvage_id(raw[:256], raw[-256:])}
-                    error = _too_large(oversize["bytes"], max_bytes)
-                    await websocket.send_text(_dump("error", error.payload(), oversize["id"]))
+            if text is None or len(text) > small or text.count("[") + text.count("{") > max_depth:
+                # the checks in full: the text cannot be within the limits at a glance (a
+                # message of text is UTF-8 already, and under `small` characters it is under
+                # `max_bytes` bytes; with fewer brackets than `max_depth` it nests no deeper)
+                raw = text.encode() if text is not None else (message.get("bytes") or b"")
+                try:
+                    if len(raw) > max_bytes or OVERSIZE_KEY in message:
+                        oversize = message.get(OVERSIZE_KEY) or {"bytes": len(raw), "id": salvage_id(raw[:256], raw[-256:])}
+                        error = _too_large(oversize["bytes"], max_bytes)
+                        await websocket.send_text(_dump("error", error.payload(), oversize["id"]))
+                        continue
+                    text = check_json_text(raw, max_depth=max_depth)
+                except RequestRefused as error:
+                    await websocket.send_text(_dump("error", error.payload(), _salvage_id_of(raw)))
                     continue
-                text = check_json_text(raw, max_depth=state.config.max_json_depth)
-            except RequestRefused as error:
-                await websocket.send_text(_dump("error", error.payload(), _salvage_id_of(raw)))
-                continue
             if tracing.enabled():
                 with watch:
                     reply, closing = await handle_traced(_handle, session, text, state)
@@ -117,10 +122,46 @@ async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
         await state.sessions.close(session.id)
 
 
+def _parse(text: str) -> WSRequest | _Envelope:
+    """The envelope, as `WSRequest.model_validate_json` reads it. The common message (an object
+    whose `type` is a string, `data` an object or null, `id` a string, a 64-bit int or null) is
+    read by pydantic-core's JSON parser alone; pydantic validates everything else, so anything
+    it would refuse or convert is refused or converted as before.
+
+    Raises:
+        ValidationError: what `WSRequest.model_validate_json` raises.
+    """
+    try:
+        value = from_json(text)
+    except ValueError:
+        value = None
+    if type(value) is dict:
+        kind, data, request_id = value.get("type"), value.get("data"), value.get("id")
+        if (
+            type(kind) is str
+            and (data is None or type(data) is dict)
+            and (request_id is None or type(request_id) is str or (type(request_id) is int and _I64[0] <= request_id <= _I64[1]))
+        ):
+            return _Envelope(kind, data, request_id)
+    return WSRequest.model_validate_json(text)
+
+
+_I64 = (-(2**63), 2**63 - 1)
+
+
+class _Envelope:
+    """A message `_parse` read without pydantic: `WSRequest`'s fields, nothing else."""
+
+    __slots__ = ("type", "data", "id")
+
+    def __init__(self, kind: str, data: dict[str, Any] | None, request_id: str | int | None) -> None:
+        self.type, self.data, self.id = kind, data, request_id
+
+
 async def _handle(session: Session, text: str, state: ServerState) -> tuple[str | None, bool]:
     """One message in, one reply out (and whether the session ends)."""
     try:
-        request = WSRequest.model_validate_json(text)
+        request = _parse(text)
     except ValidationError as e:
         request_id = _salvage_id(text)
         if any(err["type"] == "json_invalid" for err in e.errors()):
