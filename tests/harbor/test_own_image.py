@@ -13,10 +13,14 @@ container these tests make is labelled and removed.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import secrets
 import shutil
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +238,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         for tag in (task_image, server):
             try:
                 engine.images.remove(tag, force=True)
-            except Exception:  # noqa: BLE001  # not built (a failed build): nothing to remove
+            except Exception:  # not built (a failed build): nothing to remove
                 pass
         engine.close()
 
@@ -327,3 +331,67 @@ def test_verify_imported_plays_the_task_in_its_image(built: Built) -> None:
 
     [result] = verify_imported(built.env, ["stock_report"], image_tags={"stock_report": built.image})
     assert (result.solution, result.null, result.ok) == (1.0, 0.0, True), result.evidence
+
+
+class ScriptedPolicy:
+    """A chat-completions endpoint on the host (every address, as an interception server listens)
+    that answers as a scripted policy: the task's reference solution through `bash`, then `submit`."""
+
+    def __init__(self, command: str) -> None:
+        self.key = "sk-" + secrets.token_hex(8)
+        self.requests: list[dict[str, Any]] = []
+        replies = [{"name": "bash", "arguments": json.dumps({"command": command})}, {"name": "submit", "arguments": "{}"}]
+        policy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.headers.get("Authorization") != f"Bearer {policy.key}" or not self.path.endswith("/chat/completions"):
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                turn = len(policy.requests)
+                policy.requests.append(body)
+                call = replies[min(turn, len(replies) - 1)]
+                message = {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{turn}", "type": "function", "function": call}]}
+                data = json.dumps({"id": f"r{turn}", "object": "chat.completion", "model": body.get("model"),
+                                   "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()  # fmt: skip
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@requires_engine
+def test_an_agent_program_runs_in_the_task_image_against_a_model_endpoint(built: Built, served: Any) -> None:
+    """The built-in agent runs in the task's container (its sandbox, the endpoint relayed in) and is graded host-side."""
+    from openenv_sdk.agents import BUILTIN_AGENT, AgentLaunch, AgentRun
+
+    solve = (FIXTURE / "solution" / "solve.sh").read_text()
+    policy = ScriptedPolicy(solve)
+    try:
+        served.reset(task_id="stock_report")
+        host = served.provider.host_address
+        launch = AgentLaunch(spec=BUILTIN_AGENT, base_url=f"http://{host}:{policy.port}/v1", api_key=policy.key, model="scripted")  # type: ignore[arg-type]  # pydantic takes the str
+        run = AgentRun.model_validate(served.call("run_agent", launch=launch.to_wire()))
+    finally:
+        policy.close()
+    assert run.ok, run
+    assert len(policy.requests) == 2, "the agent's model calls went to the endpoint"
+    assert "stockctl" in policy.requests[0]["messages"][1]["content"], "it was given the task's instruction"
+    assert policy.requests[1]["messages"][-1]["role"] == "tool", "the bash call's result came back to the policy"
+    assert policy.key not in run.stdout_tail + run.stderr_tail
+    score = _grade(built, served)
+    assert score.value == 1.0, score.evidence
