@@ -108,7 +108,11 @@ class ToolErrorType(str, Enum):
 
 
 class ToolError(BaseModel):
-    """A tool call's failure, seen by whoever made the call; the session goes on."""
+    """A tool call's failure, seen by whoever made the call; the session goes on.
+
+    The wire model (OpenEnv's name and fields), not an exception: a tool fails by raising
+    `openenv_sdk.ToolFailure`, which the server reports as this (docs/errors.md).
+    """
 
     error_type: ToolErrorType
     message: str
