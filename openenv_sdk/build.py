@@ -4,7 +4,9 @@ An environment folder has an `openenv.yaml` (at least `name`, `port`, and `envir
 `app`). A `Dockerfile` in the folder (or in `server/`, OpenEnv's layout) is used as is;
 otherwise one is generated (see `openenv_sdk.containers.dockerfile`) on a base image chosen by,
 in order: the `base_image` argument, `$OPENENV_BASE_IMAGE`, the manifest's `base_image`,
-then `python:3.11-slim`.
+then `python:3.11-slim`. Where that default can be neither found in the engine nor pulled
+(offline), the build says so and uses the local base `localhost/openenv-base:bookworm`, made
+first with debootstrap when missing (`openenv_sdk.containers.base_image`).
 
 Example:
     >>> tag = build_image("environments/echo")  # doctest: +SKIP
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 import yaml
 from rich.console import Console
 
+from openenv_sdk.containers.base_image import LOCAL_BASE_IMAGE, build_local_base, has_image, local_base_ready, try_pull
 from openenv_sdk.containers.buildlog import BuildOutput, run_build
 from openenv_sdk.containers.context import assemble_context
 from openenv_sdk.containers.dockerfile import DEFAULT_BASE_IMAGE, SANDBOX_PACKAGES, DockerfileSpec, render_dockerfile
@@ -117,7 +120,7 @@ def build_image(
                 folder,
                 manifest,
                 labels,
-                base_image=resolve_base_image(base_image, manifest),
+                base_image=_usable_base(client, base_image, manifest, output=output, console=out),
                 tag=image_tag,
                 sdk_wheel_path=sdk_wheel_path,
                 no_cache=no_cache,
@@ -197,6 +200,28 @@ def resolve_base_image(argument: str | None, manifest: Manifest | None = None) -
         if candidate and candidate.strip():
             return candidate.strip()
     return DEFAULT_BASE_IMAGE
+
+
+def _usable_base(
+    client: docker.DockerClient, argument: str | None, manifest: Manifest, *, output: BuildOutput, console: Console
+) -> str:
+    """The base image to build on. One that was named (argument, `$OPENENV_BASE_IMAGE`, the
+    manifest) is used as it is. The default, where the engine neither has it nor can pull it
+    (offline), gives way to the local base image, made first if missing, saying so."""
+    base = resolve_base_image(argument, manifest)
+    if base != DEFAULT_BASE_IMAGE or has_image(client, base):
+        return base
+    why = try_pull(client, base)
+    if why is None:
+        return base
+    say = (lambda text: None) if output == "quiet" else (lambda text: console.print(text, markup=False, highlight=False))
+    if local_base_ready(client):
+        say(f"{base} cannot be pulled ({why}); building on the local base image {LOCAL_BASE_IMAGE}")
+    else:
+        say(f"{base} cannot be pulled ({why}); making the local base image {LOCAL_BASE_IMAGE} "
+            "from Debian bookworm with debootstrap (once; a minute or two)")
+        build_local_base(client)
+    return LOCAL_BASE_IMAGE
 
 
 def find_dockerfile(env_dir: Path) -> Path | None:
