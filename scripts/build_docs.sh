@@ -9,5 +9,6 @@ cd "$(dirname "$0")/.."
 .venv/bin/python scripts/gen_cli_docs.py --check
 .venv/bin/python scripts/gen_manifest_docs.py --check
 .venv/bin/python scripts/gen_protocol_schema.py --check
+.venv/bin/python scripts/gen_errors_doc.py --check
 export NO_MKDOCS_2_WARNING=1  # Material's banner about MkDocs 2.0 (not a build warning)
 .venv/bin/mkdocs build --strict --site-dir "${1:-site}"
