@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from openenv_sdk import AsyncEnvClient, EnvClient
-from openenv_sdk import ToolErrorType
+from openenv_sdk import AsyncEnvClient, EnvClient, ToolErrorType
 from openenv_sdk.errors import ServerError, ToolCallError
 
 pytestmark = pytest.mark.anyio
