@@ -52,6 +52,15 @@ class Counter(Environment):
         raise ToolFailure(reason)
 
     @tool
+    async def refuse(self, n: int) -> int:
+        """Refuse any number, from a coroutine.
+
+        Args:
+            n: the number.
+        """
+        raise ToolFailure(f"{n} is not allowed here", error_type=ToolErrorType.INVALID_ARGS)
+
+    @tool
     def finish(self) -> str:
         """End the episode."""
         self.episode_done = True
@@ -228,7 +237,7 @@ TRANSPORT_TABLE: dict[str, dict[str, tuple[str, str, str]]] = {
 }
 
 MESSAGES = {
-    "unknown tool": "Unknown tool 'cuont'. Did you mean 'count'? Available: ['count', 'fail', 'finish']",
+    "unknown tool": "Unknown tool 'cuont'. Did you mean 'count'? Available: ['count', 'fail', 'finish', 'refuse']",
     "bad arguments": "Invalid arguments for tool 'count': n: Input should be a valid integer, unable to parse string as an integer",
     "tool raised": "Tool 'fail' failed: the disk is full",
     "not reset": None,  # `step` names the verb, MCP the tool: both say to call reset first
@@ -270,6 +279,15 @@ def test_the_session_goes_on_after_every_mistake(url: str) -> None:
         assert env.step({"tool": "cuont", "arguments": {}}).observation["error"]["error_type"] == TOOL_NOT_FOUND
         assert env.call_tool("count", n=7).structured_content == {"result": 7}
         assert [c["tool"] for c in env.call("transcript")] == ["fail", "count", "count"]  # an unknown tool ran nothing
+
+
+def test_an_async_tool_fails_with_its_own_error_type(url: str) -> None:
+    with GenericEnvClient(url) as env:
+        env.reset()
+        error = env.step({"tool": "refuse", "arguments": {"n": 3}}).observation["error"]
+        assert error == {"error_type": INVALID_ARGS, "message": "Tool 'refuse' failed: 3 is not allowed here"}
+        result = env.call_tool("refuse", n=3)
+        assert (result.is_error, result.content[0].text) == (True, error["message"])
 
 
 def test_a_tool_failure_is_an_sdk_error_and_refusals_are_server_errors() -> None:
