@@ -395,3 +395,13 @@ def test_an_agent_program_runs_in_the_task_image_against_a_model_endpoint(built:
     assert policy.key not in run.stdout_tail + run.stderr_tail
     score = _grade(built, served)
     assert score.value == 1.0, score.evidence
+
+
+def test_the_cli_build_refuses_a_task_without_its_own_image(tmp_path: Path) -> None:
+    env = terminal_copy(tmp_path)
+    import_harbor_task(ROOT / "examples/harbor/status-code-summary", tasks_dir=env / "tasks")
+    result = CliRunner().invoke(app, ["harbor", "build", str(env), "status_code_summary"])
+    assert result.exit_code == 1, result.output
+    assert "not a task with its own image" in result.output and "--own-image" in result.output
+    result = CliRunner().invoke(app, ["harbor", "build", str(env), "no_such_task"])
+    assert result.exit_code == 1 and "task.yaml does not exist" in result.output.replace("\n", "")
