@@ -141,3 +141,28 @@ def test_the_install_is_pinned_and_reaches_only_pypi() -> None:
     folder = CACHE / f"harbor-{known.HARBOR_VERSION}"
     assert (folder / ".installed").read_text().startswith(f"harbor=={known.HARBOR_VERSION} ")
     assert (folder / "venv" / "bin" / "python").exists()
+
+
+@pytest.mark.timeout(900)
+def test_the_shell_the_policy_types_into_has_no_key_and_no_host(tokenizer: Any) -> None:
+    """The tmux shell is the sandbox's: no rollout key in its environment, no grader's files, no
+    host network (the model endpoint is only relayed into the agent's own namespace)."""
+    hidden = demo.TERMINAL_DIR / "hidden"  # the grader's reference solutions, on the host
+    probe = (
+        f'echo "KEY=[${{OPENAI_API_KEY:-none}}] LD=[${{LD_LIBRARY_PATH:-none}}] HIDDEN=[$(ls {hidden} 2>&1 | head -1)] WHO=[$(id -u)]"; '
+        'curl -sS -m 3 http://1.1.1.1 >/dev/null 2>&1 && echo "NET=[y""es]" || echo "NET=[n""o]"\n'
+    )
+    seen: list[str] = []
+
+    def script(prompt: str) -> str:
+        turn = prompt.count("<|im_start|>assistant") - 1
+        if turn == 0:
+            return terminus_turn("Look around.", [probe])
+        seen.append(prompt)
+        return DONE
+
+    result, _, _ = run_terminus("count_log_files", script, tokenizer)
+    assert result.agent_run is not None and result.agent_run.exit_code == 0, result.agent_run
+    output = seen[0].rsplit("Look around.", 1)[-1]
+    assert "KEY=[none]" in output and "LD=[none]" in output and "HIDDEN=[ls: cannot access" in output and "NET=[no]" in output, output
+    assert "WHO=[0]" not in output and "WHO=[" in output, output
