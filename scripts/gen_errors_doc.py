@@ -130,7 +130,11 @@ def render() -> str:
 
 Every error reply carries one of these codes (`openenv_sdk.types.ErrorCode`); the client raises
 its class (`openenv_sdk.errors.error_class(code)`), and a code it does not know stays a
-`ServerError`. Over MCP a refusal is JSON-RPC error `-32602` with the code in `data.code`.
+`ServerError`. Over MCP a refused `tools/call` is JSON-RPC error `-32602` with the code in
+`data.code` (`VALIDATION_ERROR` for an unknown tool, `NOT_RESET`, `SESSION_REQUIRED`,
+`SESSION_NOT_FOUND` for a token whose session ended), and the client raises that code's class
+as `step` does; the one exception is a plain JSON-RPC POST's unknown token, answered as
+OpenEnv's clients know it, without `data`.
 
 {_codes()}
 

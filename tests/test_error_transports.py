@@ -20,7 +20,9 @@ import pytest
 from fixtures.servers import serve
 
 from openenv_sdk import Environment, GenericEnvClient, ToolErrorType, ToolFailure, create_app, tool
+from openenv_sdk._mcp_imports import MCP_IMPORT_LOCK
 from openenv_sdk.client._base import http_error
+from openenv_sdk.client._mcp import AsyncMcpChannel
 from openenv_sdk.errors import ServerError, SessionError, ToolCallError
 
 SESSION_HEADER = "X-OpenEnv-Session"
@@ -165,9 +167,10 @@ def _via_call_tool(transport: str) -> Callable[[str, Mistake], Seen]:
 
 def via_raw_mcp(url: str, m: Mistake) -> Seen:
     """The official `mcp` client, bound to an episode the orchestrator opened over HTTP."""
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared.exceptions import MCPError
+    with MCP_IMPORT_LOCK:  # the server imports mcp on a thread of its own meanwhile
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared.exceptions import MCPError
 
     with httpx.Client(timeout=10.0) as client:
         token = _http_session(client, url, m)["mcp_token"]
@@ -281,13 +284,51 @@ def test_the_session_goes_on_after_every_mistake(url: str) -> None:
         assert [c["tool"] for c in env.call("transcript")] == ["fail", "count", "count"]  # an unknown tool ran nothing
 
 
+def test_a_session_that_ended_is_session_not_found_through_step_and_mcp(url: str) -> None:
+    """The orchestrator closed the episode: `step` with its id and a tool call with its token
+    both name SESSION_NOT_FOUND (over MCP in `data.code`, which the client raises as step does)."""
+    with httpx.Client(timeout=10.0) as client:
+        info = _http_session(client, url, Mistake(True, False, "count", {}))
+        headers = {SESSION_HEADER: info["session_id"]}
+        assert client.post(f"{url}/close", headers=headers).status_code == 204
+        reply = client.post(f"{url}/step", json={"action": {"tool": "count", "arguments": {"n": 1}}}, headers=headers)
+        stepped = http_error(reply.status_code, reply.json(), "POST /step")
+    assert (type(stepped), stepped.code) == (SessionError, "SESSION_NOT_FOUND")
+
+    with MCP_IMPORT_LOCK:  # the server imports mcp on a thread of its own meanwhile
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared.exceptions import MCPError
+
+    async def call_raw() -> MCPError:
+        async with streamable_http_client(f"{url}/mcp?session={info['mcp_token']}") as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                with pytest.raises(MCPError) as caught:
+                    await session.call_tool("count", {"n": 1})
+                return caught.value
+
+    raw = asyncio.run(asyncio.wait_for(call_raw(), 20.0))
+    assert (raw.code, raw.data) == (-32602, {"code": "SESSION_NOT_FOUND"})
+
+    async def call_client() -> None:
+        channel = AsyncMcpChannel(f"{url}/mcp?session={info['mcp_token']}", timeout_s=10.0, connect_timeout_s=10.0)
+        try:
+            with pytest.raises(SessionError) as caught:
+                await channel.call_tool("count", {"n": 1})
+            assert caught.value.code == "SESSION_NOT_FOUND"
+        finally:
+            await channel.aclose()
+
+    asyncio.run(asyncio.wait_for(call_client(), 30.0))
+
+
 def test_an_async_tool_fails_with_its_own_error_type(url: str) -> None:
     with GenericEnvClient(url) as env:
         env.reset()
         error = env.step({"tool": "refuse", "arguments": {"n": 3}}).observation["error"]
         assert error == {"error_type": INVALID_ARGS, "message": "Tool 'refuse' failed: 3 is not allowed here"}
-        result = env.call_tool("refuse", n=3)
-        assert (result.is_error, result.content[0].text) == (True, error["message"])
+        assert _from_result(env.call_tool("refuse", n=3)).message == error["message"]  # isError, same text
 
 
 def test_a_tool_failure_is_an_sdk_error_and_refusals_are_server_errors() -> None:

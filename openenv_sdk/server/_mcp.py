@@ -15,6 +15,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
+from ..types import ErrorCode
 from ._mcp_compat import INVALID_PARAMS, mcp_tool_list, token_from_request
 from ._protocol import RequestRefused
 
@@ -34,10 +35,15 @@ def _bound_session(state: ServerState, request: Any) -> Session:
             INVALID_PARAMS,
             "This MCP connection is not bound to an episode: connect to /mcp?session=<mcp_token> "
             "(the token comes from the orchestrator's session: POST /sessions, or the WebSocket 'session' message)",
+            data={"code": ErrorCode.SESSION_REQUIRED.value},
         )
     session = state.sessions.get_by_token(token)
     if session is None:
-        raise MCPError(INVALID_PARAMS, "Unknown or expired MCP session token: the episode's session has ended")
+        raise MCPError(
+            INVALID_PARAMS,
+            "Unknown or expired MCP session token: the episode's session has ended",
+            data={"code": ErrorCode.SESSION_NOT_FOUND.value},
+        )
     return session
 
 
@@ -50,6 +56,7 @@ def build_mcp_server(state: ServerState) -> Server[Any]:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        # A refusal carries its ErrorCode in `data.code`: the client raises what `step` would
         session = _bound_session(state, ctx.request)
         try:
             outcome = await session.mcp_tool_call(params.name, params.arguments or {})
