@@ -63,11 +63,14 @@ def reference_script(task_id: str) -> Callable[[str], str]:
     return script
 
 
-def run_terminus(task_id: str, script: Callable[[str], str], tokenizer: Any) -> tuple[AgentEpisodeResult, ScriptedBackend, list[Any]]:
-    """One graded episode of Terminus-2 on a terminal task; the result, the policy, the calls the trainer got."""
+def run_terminus(
+    task_id: str, script: Callable[[str], str], tokenizer: Any, *, preinstalled: bool = True
+) -> tuple[AgentEpisodeResult, ScriptedBackend, list[Any]]:
+    """One graded episode of Terminus-2 on a terminal task; the result, the policy, the calls the trainer got.
+    `preinstalled`: the sandbox finds it in the cache (read-only); otherwise the spec's install runs in the sandbox."""
     policy = ScriptedBackend(tokenizer, script)
     config = AgentEpisodeConfig(
-        agent=demo._cached(installed().spec, CACHE), sampling=SamplingParams(max_tokens=1024), agent_timeout_s=180.0, max_model_calls=16
+        agent=demo._cached(installed().spec, CACHE) if preinstalled else TERMINUS.spec, sampling=SamplingParams(max_tokens=1024), agent_timeout_s=180.0, max_model_calls=16
     )
     server = demo._KeepingServer(request_timeout_s=120.0)
 
@@ -166,3 +169,15 @@ def test_the_shell_the_policy_types_into_has_no_key_and_no_host(tokenizer: Any) 
     output = seen[0].rsplit("Look around.", 1)[-1]
     assert "KEY=[none]" in output and "LD=[none]" in output and "HIDDEN=[ls: cannot access" in output and "NET=[no]" in output, output
     assert "WHO=[0]" not in output and "WHO=[" in output, output
+
+
+@pytest.mark.timeout(300)
+def test_without_python_312_in_the_sandbox_the_install_says_so(tokenizer: Any) -> None:
+    """Installed in the sandbox itself, where the image's only Python >= 3.12 (pyenv's, under
+    /root) is not visible: the install fails at once with a message naming what is missing, and
+    no model call is made."""
+    result, _, requests = run_terminus("count_log_files", lambda prompt: DONE, tokenizer, preinstalled=False)
+    run = result.agent_run
+    assert run is not None and run.install_exit_code == 127, run
+    assert "needs Python >= 3.12" in run.stderr_tail, run
+    assert requests == [] and result.model_calls == 0
