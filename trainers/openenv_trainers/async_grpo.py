@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .mismatch import IS_MODES, importance_weights, logprob_diff
 
@@ -108,7 +108,7 @@ class ISAsyncGRPOTrainer(AsyncGRPOTrainer):
         """TRL `GRPOTrainer`'s per-token loss with the IS weight, normalized as TRL's async trainer normalizes."""
         import torch
 
-        args = self.args
+        args = cast(ISAsyncGRPOConfig, self.args)  # the IS options are on (compute_loss), so it is ours
         segment_id = inputs["segment_id"][selected]
         weights = importance_weights(
             log_probs,

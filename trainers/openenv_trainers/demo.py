@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> list[dict[str, float]]:
     records: list[dict[str, float]] = []
 
     class Curve(TrainerCallback):
-        def on_log(self, _args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
             if logs and "reward" in logs:
                 record = {
                     "step": float(state.global_step),

@@ -48,7 +48,7 @@ from .tasks import split_task
 __all__ = ["EnvRolloutFunc", "env_reward"]
 
 
-def env_reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float]:
+def env_reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float | None]:
     """A TRL reward function that passes the environment's (host-side graded) reward through."""
     return [float(r) for r in env_reward]
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
-from trl import GRPOTrainer
+from trl import GRPOConfig, GRPOTrainer
 
 from .errors import TrainerError
 
@@ -168,6 +168,8 @@ class SFTOnToolOutputsGRPOTrainer(GRPOTrainer):
         >>> trainer = SFTOnToolOutputsGRPOTrainer(model, reward_funcs=[env_reward], rollout_func=rollouts,
         ...     args=args, train_dataset=rows, tool_output_sft=ToolOutputSFT(alpha=0.05))
     """
+
+    args: GRPOConfig  # what it is given (transformers' Trainer annotates its base, TrainingArguments)
 
     def __init__(self, *args: Any, tool_output_sft: ToolOutputSFT | None = None, **kwargs: Any) -> None:
         """Args and keyword arguments are `GRPOTrainer`'s, plus:

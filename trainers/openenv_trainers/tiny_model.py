@@ -6,14 +6,15 @@ the tool-call format with a few hundred SFT steps, so that its sampled episodes 
 tools and get results back (a random model would almost never produce a parseable call). Both
 are saved with `save_pretrained` and load back with `AutoTokenizer`/`AutoModelForCausalLM`.
 
-    python -m openenv_trainers.tiny_model /tmp/tiny-tool-model
+    python -m openenv_trainers.tiny_model /tmp/tiny-tool-model   # about a minute on a CPU, once
+    python -m openenv_trainers.tiny_model --help
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import string
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 TOOL_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 """Added as whole tokens (not `special`: decoding keeps them, as in Qwen2.5's tokenizer)."""
 
-ECHO_TOOL = {
+ECHO_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "echo",
@@ -108,6 +109,7 @@ def build_tiny_model(
     num_layers: int = 2,
     sft_steps: int = 200,
     seed: int = 0,
+    progress: bool = False,
 ) -> Path:
     """Build (or reuse) a tiny tool-calling model in `folder`; returns the folder.
 
@@ -117,6 +119,8 @@ def build_tiny_model(
         num_layers: the number of transformer layers.
         sft_steps: steps of supervised training on echo episodes (0 keeps the model random).
         seed: seeds the tokenizer corpus, the weights and the SFT data.
+        progress: show a progress bar of the SFT steps on stderr (the build takes about a
+            minute on a CPU; a reused folder shows nothing).
     """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -141,7 +145,7 @@ def build_tiny_model(
     )
     model = Qwen2ForCausalLM(config)
     if sft_steps:
-        _teach_tool_calls(model, tokenizer, steps=sft_steps, seed=seed)
+        _teach_tool_calls(model, tokenizer, steps=sft_steps, seed=seed, progress=progress)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -161,8 +165,11 @@ def echo_tool_variants() -> list[dict[str, Any]]:
     return [ECHO_TOOL, get_json_schema(method)]
 
 
-def _teach_tool_calls(model: Any, tokenizer: Any, *, steps: int, seed: int, batch_size: int = 8) -> None:
+def _teach_tool_calls(model: Any, tokenizer: Any, *, steps: int, seed: int, batch_size: int = 8, progress: bool = False) -> None:
     """A few hundred steps of SFT on echo episodes (both renderings of the tool): loss on the assistant turns only."""
+    from contextlib import nullcontext
+
+    from ._progress import step_progress
     from .warmup import assistant_labels, sft_warmup
 
     rng = random.Random(seed)
@@ -171,8 +178,33 @@ def _teach_tool_calls(model: Any, tokenizer: Any, *, steps: int, seed: int, batc
         assistant_labels(tokenizer, echo_conversation(_words(rng, rng.randint(1, 2))), tools=[variants[i % len(variants)]])
         for i in range(256)
     ]
-    sft_warmup(model, tokenizer, examples, steps=steps, lr=3e-3, batch_size=batch_size, seed=seed)
+    bar = step_progress("building the tiny model: SFT", steps) if progress else nullcontext(None)
+    with bar as on_step:
+        sft_warmup(model, tokenizer, examples, steps=steps, lr=3e-3, batch_size=batch_size, seed=seed, on_step=on_step)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m openenv_trainers.tiny_model",
+        description="Build the tiny tool-calling test model (tokenizer and Qwen2 weights) into a folder; "
+        "a folder that already holds one is reused. Prints the folder.",
+    )
+    parser.add_argument("folder", nargs="?", default="tiny-tool-model", help="where to save it (default: %(default)s)")
+    parser.add_argument("--sft-steps", type=int, default=200, help="SFT steps teaching the tool-call format; 0: random weights")
+    parser.add_argument("--hidden-size", type=int, default=64, help="the model's width")
+    parser.add_argument("--num-layers", type=int, default=2, help="transformer layers")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.sft_steps < 0:
+        build_parser().error(f"--sft-steps must be 0 or more, got {args.sft_steps}")
+    folder = build_tiny_model(args.folder, hidden_size=args.hidden_size, num_layers=args.num_layers,
+                              sft_steps=args.sft_steps, seed=args.seed, progress=True)
+    print(folder)
 
 
 if __name__ == "__main__":
-    print(build_tiny_model(sys.argv[1] if len(sys.argv) > 1 else "tiny-tool-model"))
+    main()

@@ -430,7 +430,7 @@ def _grpo(
     started = time.monotonic()
 
     class Progress(TrainerCallback):
-        def on_log(self, _args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
             if not logs or "reward" not in logs:
                 return
             episodes = rollouts.last_episodes

@@ -51,9 +51,9 @@ def _hint(schema: Mapping[str, Any]) -> Any:
         return functools.reduce(operator.or_, [_hint({**schema, "type": k}) for k in kind])
     if kind == "array":
         items = schema.get("items")
-        return list[_hint(items)] if isinstance(items, Mapping) and items else list
+        return list[_hint(items)] if isinstance(items, Mapping) and items else list  # type: ignore[misc]  # a hint built at run time
     return {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "null": type(None)}.get(
-        kind, Any
+        str(kind), Any
     )
 
 

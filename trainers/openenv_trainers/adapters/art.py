@@ -21,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import art
+from openai import omit
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam
 from openai.types.chat.chat_completion import Choice
 
 from openenv_sdk.episode_config import MAX_TURNS, EpisodeLimits
@@ -83,8 +85,9 @@ class OpenEnvRollout:
             await asyncio.to_thread(source.start)
         async with source.async_client() as session:
             result = await session.reset(**dict(task.get("reset") or {}))
-            tools = tool_schemas((await session.schema()).tools)
-            messages = self._prompt(task.get("prompt"), result.observation)
+            # OpenAI's shapes, built as plain dicts: these are the TypedDicts the openai client declares
+            tools = cast("list[ChatCompletionFunctionToolParam]", tool_schemas((await session.schema()).tools))
+            messages = cast("list[ChatCompletionMessageParam]", self._prompt(task.get("prompt"), result.observation))
             trajectory = art.Trajectory(messages_and_choices=list(messages), tools=tools, metadata=_metadata(task))
             client = model.openai_client()
             calls = errors = 0
@@ -92,7 +95,7 @@ class OpenEnvRollout:
                 completion = await client.chat.completions.create(
                     model=model.get_inference_name(),
                     messages=trajectory.messages(),
-                    tools=tools or None,
+                    tools=tools or omit,
                     **self.completion_kwargs,
                 )
                 choice: Choice = completion.choices[0]
@@ -101,7 +104,10 @@ class OpenEnvRollout:
                 if not tool_calls:
                     break
                 for call in tool_calls:
-                    text, failed = await _call_tool(session, call.function.name, call.function.arguments)
+                    if isinstance(call, ChatCompletionMessageFunctionToolCall):
+                        text, failed = await _call_tool(session, call.function.name, call.function.arguments)
+                    else:  # only function tools are offered
+                        text, failed = f"tool call of type {call.type!r} not supported: call one of the tools", True
                     calls += 1
                     errors += failed
                     trajectory.messages_and_choices.append({"role": "tool", "tool_call_id": call.id, "content": text})

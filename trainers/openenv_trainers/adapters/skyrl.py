@@ -141,7 +141,7 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
                 messages.insert(0, {"role": "system", "content": block})
         return messages, {"tools": self.tools}
 
-    def step(self, action: str) -> BaseTextEnvStepOutput:
+    def step(self, action: str) -> BaseTextEnvStepOutput:  # type: ignore[override]  # as skyrl_gym's BaseTextEnv.step narrows Env.step
         """Run the turn's tool calls; grade when the episode ends (no call, or the last turn).
 
         Raises:
@@ -155,13 +155,15 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
         calls = parse_tool_calls(action)
         if not calls or self.turns >= self.max_turns:
             return BaseTextEnvStepOutput(
-                observations=[], reward=self._finish(), done=True, metadata={"tool_calls": len(calls)}
+                observations=[], reward=self._finish(), done=True, metadata={"tool_calls": len(calls)}, postprocessed_action=None
             )
         observations = []
         for name, arguments in calls:
             text = self._call(name, arguments)
             observations.append({"role": self.observation_role, "content": text})
-        return BaseTextEnvStepOutput(observations=observations, reward=0.0, done=False, metadata={"tool_calls": len(calls)})
+        return BaseTextEnvStepOutput(
+            observations=observations, reward=0.0, done=False, metadata={"tool_calls": len(calls)}, postprocessed_action=None
+        )
 
     def _call(self, name: str, arguments: Any) -> str:
         self.tool_calls += 1

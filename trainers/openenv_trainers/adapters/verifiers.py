@@ -174,6 +174,8 @@ class OpenEnvHarness(NullHarness):
 class OpenEnvEnv(vf.Env[OpenEnvEnvConfig]):
     """One episode per task, played over MCP in a fresh session and graded host-side."""
 
+    taskset: OpenEnvTaskset  # `__init__` refuses any other
+
     def __init__(self, config: OpenEnvEnvConfig, *, grader: Any | None = None) -> None:
         super().__init__(config)
         if not isinstance(self.taskset, OpenEnvTaskset):

@@ -20,7 +20,7 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import GenerationError
 from .base import LOGPROBS_MODES, Completion, SamplingParams, check_completion
@@ -133,7 +133,7 @@ class TransformersBackend:
         for row in range(len(prompts)):
             ids = new_tokens[row].tolist()
             end = next((i + 1 for i, t in enumerate(ids) if t in stop), None)
-            finish = "stop" if end is not None else "length"
+            finish: Literal["stop", "length"] = "stop" if end is not None else "length"
             ids = ids[: end if end is not None else params.max_tokens]
             chosen = step_logprobs[row, torch.arange(len(ids)), torch.tensor(ids, dtype=torch.long)].tolist()
             top = None

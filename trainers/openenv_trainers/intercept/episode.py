@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import SecretStr
+
 from openenv_sdk.agents import BUILTIN_AGENT, AgentLaunch, AgentRun, AgentSpec
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.rubric import agrade
@@ -260,7 +262,7 @@ async def run_agent_episode(
     t0 = time.monotonic()
     await session.reset(**task, **({"seed": seed} if seed is not None else {}))
     env_s += time.monotonic() - t0
-    recorder = ConversationRecorder(backend, tokenizer, config) if config.mode == "intercept" else None
+    recorder = ConversationRecorder(backend, tokenizer, config) if config.mode == "intercept" and backend is not None else None
     rollout = None
     if config.mode == "intercept":
         if server is None or backend is None:
@@ -276,7 +278,7 @@ async def run_agent_episode(
     launch = AgentLaunch(
         spec=config.agent,
         base_url=base_url,
-        api_key=key,
+        api_key=SecretStr(key),
         model=config.model_name,
         mode=config.mode,
         instruction=instruction,

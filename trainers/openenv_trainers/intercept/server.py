@@ -280,7 +280,7 @@ class InterceptionServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout_s: float = 30.0) -> InterceptionServer:
+    def start(self, timeout_s: float = 30.0) -> Self:
         """Start listening (returns once the port accepts connections)."""
         import uvicorn
 
