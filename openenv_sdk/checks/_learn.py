@@ -8,6 +8,7 @@ so and is skipped.
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import tempfile
@@ -21,6 +22,8 @@ from ._result import CheckResult
 __all__ = ["check_learn"]
 
 NAME = "deep.learn"
+_MODULES = ("torch", "datasets", "transformers", "trl", "openenv_trainers.chat", "openenv_trainers.sources",
+            "openenv_trainers.tasks", "openenv_trainers.tiny_model", "openenv_trainers.trl_env")
 _PROMPT = "Solve the task below with the tools."
 _NOT_INSTALLED_FIX = ("Install the trainers package (pip install -e trainers, or `pip install openenv-trainers`) and "
                       "run openenv from that environment, e.g. .venv-trainers/bin/openenv validate PATH --deep --learn")  # fmt: skip
@@ -37,17 +40,10 @@ def check_learn(folder: Path | None, *, image: str | None = None, steps: int = 3
     if folder is None:
         return CheckResult(name=NAME, passed=False, skipped=True,
                            message="skipped: --learn needs the environment folder (its grader)"), None
-    try:
-        import torch  # noqa: F401
-        from datasets import Dataset
-        from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-        from trl import GRPOConfig, GRPOTrainer
-
-        from openenv_trainers.chat import use_tool_chat_template
-        from openenv_trainers.sources import EnvSource
-        from openenv_trainers.tasks import task_row
-        from openenv_trainers.tiny_model import build_tiny_model
-        from openenv_trainers.trl_env import EnvironmentFactory
+    try:  # imported by name: the SDK itself depends on none of them
+        torch, datasets, transformers, trl, chat, sources, task_rows, tiny, trl_env = (
+            importlib.import_module(name) for name in _MODULES
+        )
     except ImportError as e:
         missing = getattr(e, "name", None) or str(e)
         return CheckResult(name=NAME, passed=False, severity="warning", fix=_NOT_INSTALLED_FIX,
@@ -56,34 +52,35 @@ def check_learn(folder: Path | None, *, image: str | None = None, steps: int = 3
     started = time.monotonic()
     records: list[dict[str, float]] = []
 
-    class Curve(TrainerCallback):  # type: ignore[misc]
-        def on_log(self, _args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
-            if logs and "reward" in logs:
-                records.append({"step": float(state.global_step), "reward": float(logs["reward"]),
-                                "reward_std": float(logs.get("reward_std", math.nan)),
-                                "tool_calls": float(logs.get("tools/call_frequency", math.nan))})  # fmt: skip
+    def on_log(self: Any, _args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
+        if logs and "reward" in logs:
+            records.append({"step": float(state.global_step), "reward": float(logs["reward"]),
+                            "reward_std": float(logs.get("reward_std", math.nan)),
+                            "tool_calls": float(logs.get("tools/call_frequency", math.nan))})  # fmt: skip
 
-    model_dir = build_tiny_model(_cache_dir() / "tiny-tool-model")
-    tokenizer = use_tool_chat_template(AutoTokenizer.from_pretrained(model_dir))
+    curve_callback = type("RewardCurve", (transformers.TrainerCallback,), {"on_log": on_log})
+
+    model_dir = tiny.build_tiny_model(_cache_dir() / "tiny-tool-model")
+    tokenizer = chat.use_tool_chat_template(transformers.AutoTokenizer.from_pretrained(model_dir))
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    source = EnvSource(image=image) if image is not None else EnvSource(env_dir=folder)
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    source = sources.EnvSource(image=image) if image is not None else sources.EnvSource(env_dir=folder)
     try:
         with source.client() as client:
             splits = client.splits()
             served = client.tasks(splits[0].name, start=0, stop=tasks) if splits else []
         kwargs = [dict(t.reset_kwargs) for t in served] or [{"seed": i} for i in range(tasks)]
-        rows = [task_row([{"role": "user", "content": _PROMPT}], **k) for k in kwargs]
-        factory = EnvironmentFactory(source, rubric=load_grader(folder))
+        rows = [task_rows.task_row([{"role": "user", "content": _PROMPT}], **k) for k in kwargs]
+        factory = trl_env.EnvironmentFactory(source, rubric=load_grader(folder))
         with tempfile.TemporaryDirectory(prefix="openenv-learn-") as out:
-            config = GRPOConfig(
+            config = trl.GRPOConfig(
                 output_dir=out, use_cpu=True, per_device_train_batch_size=4, num_generations=4,
                 max_completion_length=48, max_tool_calling_iterations=2, max_steps=steps, learning_rate=1e-4,
                 temperature=1.0, beta=0.0, logging_steps=1, report_to=[], save_strategy="no", seed=0,
             )  # fmt: skip
-            trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config,
-                                  train_dataset=Dataset.from_list(rows), environment_factory=factory,
-                                  callbacks=[Curve(), factory.closer()])  # fmt: skip
+            trainer = trl.GRPOTrainer(model=model, processing_class=tokenizer, args=config,
+                                      train_dataset=datasets.Dataset.from_list(rows), environment_factory=factory,
+                                      callbacks=[curve_callback(), factory.closer()])  # fmt: skip
             trainer.train()
     finally:
         source.close()
