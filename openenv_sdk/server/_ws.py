@@ -48,7 +48,17 @@ def _dump(kind: str, data: Any, request_id: str | int | None) -> str:
 
 
 async def serve_websocket(websocket: WebSocket, state: ServerState) -> None:
-    """Accept one connection, hold its session until it closes, is reaped, or the server stops."""
+    """Accept one connection, hold its session until it closes, is reaped, or the server stops.
+
+    The connection is served in a task of its own, awaited here: a coroutine that wakes
+    resumes every coroutine that awaits it, and this one is awaited by the ASGI stack (a dozen
+    middleware and routing frames), so each message would resume them all, twice. In its own
+    task a message wakes the loop's few frames alone. Cancelling this coroutine cancels the
+    task."""
+    await asyncio.ensure_future(_serve(websocket, state))
+
+
+async def _serve(websocket: WebSocket, state: ServerState) -> None:
     await websocket.accept()
     try:
         session = await state.sessions.create("ws")
