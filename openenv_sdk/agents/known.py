@@ -3,8 +3,9 @@
 Pi (`PI`, `PI_RESPONSES`, `PI_ANTHROPIC`: one agent in the three dialects), Claude Code
 (`CLAUDE_CODE`), Codex CLI (`CODEX`) and OpenCode (`OPENCODE`) come from npm (node from the
 image) and are verified by `trainers/tests/test_agents_e2e.py` in the terminal environment's
-sandbox (docs/agents.md has their versions, needs and start-up costs); mini-swe-agent comes
-from PyPI:
+sandbox (docs/agents.md has their versions, needs and start-up costs); Terminus-2 (`TERMINUS_2`,
+harbor's agent loop and its tmux, both in the sandbox: `terminus.py`) comes from PyPI and is
+verified by `trainers/tests/test_terminus_e2e.py`; mini-swe-agent comes from PyPI too:
 
 `MINI_SWE_AGENT` is [mini-swe-agent](https://pypi.org/project/mini-swe-agent/) 2.4.6 (SWE-agent's
 minimal agent: one bash tool, litellm for its model calls), run non-interactively with `mini`.
