@@ -283,6 +283,9 @@ def test_the_agent_works_in_the_task_image(built: Built, served: Any) -> None:
     lines = out.splitlines()
     assert lines[:5] == ["/app", "orders.csv", "/usr/local/bin/stockctl", "5", "[Stock left after orders] [/etc/inventory/stock.conf]"]
     assert lines[5] != "0", "the agent is not root"
+    # the image's system is read-only to it, and setuid programs give it nothing
+    out = _bash(served, "touch /etc/inventory/x /usr/local/bin/x 2>&1 | wc -l; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status")
+    assert sorted(out.split("[exit code")[0].split()) == sorted(["2", "NoNewPrivs:", "1", "CapEff:", "0000000000000000"]), out
 
 
 @requires_engine
