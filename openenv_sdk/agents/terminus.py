@@ -42,12 +42,18 @@ from harbor.llms.lite_llm import LiteLLM  # type: ignore[import-not-found]
 from harbor.models.agent.context import AgentContext  # type: ignore[import-not-found]
 from tenacity import stop_after_attempt  # type: ignore[import-not-found]
 
-# One attempt per model call, in both of harbor's retry layers (see the module docstring).
-LiteLLM.call = LiteLLM.call.retry_with(stop=stop_after_attempt(1))
-t2.Terminus2._query_llm = t2.Terminus2._query_llm.retry_with(stop=stop_after_attempt(1))
+ATTEMPTS_ENV = "OPENENV_TERMINUS_MODEL_ATTEMPTS"
+"""Attempts per model call in each of harbor's two retry layers: 1 by default (see the module
+docstring); 3 is harbor's own, for a real provider that rate-limits (`black_box`)."""
+try:
+    _attempts = max(1, int(os.environ.get(ATTEMPTS_ENV) or "1"))
+except ValueError:
+    sys.exit(f"terminus-2: {ATTEMPTS_ENV} must be a whole number, got {os.environ.get(ATTEMPTS_ENV)!r}")
+LiteLLM.call = LiteLLM.call.retry_with(stop=stop_after_attempt(_attempts))
+t2.Terminus2._query_llm = t2.Terminus2._query_llm.retry_with(stop=stop_after_attempt(_attempts))
 
 KEY_ENV = "OPENAI_API_KEY"
-HIDDEN_FROM_SHELL = (KEY_ENV, "LD_LIBRARY_PATH", "PYTHONHOME", "PYTHONPATH")
+HIDDEN_FROM_SHELL = (KEY_ENV, "LD_LIBRARY_PATH", "PYTHONHOME", "PYTHONPATH", ATTEMPTS_ENV)
 """Not passed to the commands the agent runs (tmux, and through it the shell the policy types into)."""
 
 

@@ -181,3 +181,14 @@ def test_without_python_312_in_the_sandbox_the_install_says_so(tokenizer: Any) -
     assert run is not None and run.install_exit_code == 127, run
     assert "needs Python >= 3.12" in run.stderr_tail, run
     assert requests == [] and result.model_calls == 0
+
+
+@pytest.mark.timeout(300)
+def test_harbors_retries_come_back_when_asked() -> None:
+    """`OPENENV_TERMINUS_MODEL_ATTEMPTS` (for a real provider): 2 attempts in the agent's layer
+    (its litellm layer does not retry a 401); the default above makes exactly one."""
+    spec = TERMINUS.spec.model_copy(update={"env": {**TERMINUS.spec.env, "OPENENV_TERMINUS_MODEL_ATTEMPTS": "2"}})
+    installed()
+    run, seen = demo.run_refused(demo.Agent(spec, "chat", TERMINUS.shell_call), wrong_key=True, cache_dir=CACHE)
+    assert run.exit_code != 0 and seen == [], run
+    assert run.stderr_tail.count("Error in LLM interaction") == 2, run
