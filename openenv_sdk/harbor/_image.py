@@ -119,9 +119,13 @@ def plan_image(environment_dir: Path, *, source: Path, workdir: str | None = Non
 def task_dockerfile(text: str, *, server_image: str, server_config: dict[str, object], task_id: str, plan: ImagePlan) -> str:
     """The task's Dockerfile built on `server_image` (its one `FROM` replaced), with the trailer that
     gives the image back to the server (`server_config`: the server image's `Config`)."""
-    lines, replaced = [], False
+    lines, replaced, dropping = [], False, False
     for line in text.splitlines():
-        if re.match(r"^\s*FROM\s", line, re.IGNORECASE) and not replaced:
+        if dropping or re.match(r"^\s*HEALTHCHECK\s", line, re.IGNORECASE):
+            # the server image's health check (its /health) stays: the provider waits on it
+            lines.append(f"# {line}  (dropped by openenv harbor build)")
+            dropping = line.rstrip().endswith("\\")
+        elif re.match(r"^\s*FROM\s", line, re.IGNORECASE) and not replaced:
             lines.append(f"# {line.strip()}  (replaced by openenv harbor build: the environment's server image)")
             lines.append(f"FROM {server_image}")
             replaced = True

@@ -109,7 +109,8 @@ def test_the_plan_reads_compose_and_dockerfile(tmp_path: Path) -> None:
 def test_the_task_dockerfile_is_built_on_the_server_image_and_gives_it_back_to_the_server() -> None:
     plan = ImagePlan(environment={"A": 'x "y"'}, env_names=["A"], workdir="/app")
     text = task_dockerfile(
-        "ARG V=1\nFROM python:3.13-slim AS base\nRUN echo hi\nUSER nobody\nCMD [\"sleep\", \"infinity\"]\n",
+        "ARG V=1\nFROM python:3.13-slim AS base\nRUN echo hi\nHEALTHCHECK --interval=5s \\\n  CMD curl -f localhost\nUSER nobody\n"
+        'CMD ["sleep", "infinity"]\n',
         server_image="openenv-terminal:latest",
         server_config={"User": "", "WorkingDir": "/env", "Cmd": ["openenv", "serve", "/env"], "Entrypoint": None},
         task_id="t1",
@@ -117,6 +118,10 @@ def test_the_task_dockerfile_is_built_on_the_server_image_and_gives_it_back_to_t
     )
     lines = text.splitlines()
     assert lines[:3] == ["ARG V=1", "# FROM python:3.13-slim AS base  (replaced by openenv harbor build: the environment's server image)", "FROM openenv-terminal:latest"]
+    assert lines[4:6] == [
+        "# HEALTHCHECK --interval=5s \\  (dropped by openenv harbor build)",
+        "#   CMD curl -f localhost  (dropped by openenv harbor build)",
+    ]
     assert lines[-5:] == [
         f'ENV A="x \\"y\\"" {TASK_IMAGE_ENV}="t1" {TASK_ENV_NAMES}="A"',
         "USER root",
