@@ -204,10 +204,13 @@ def render_scorecard(card: Scorecard) -> None:
         if load.memory_per_session_mib is not None:
             table.add_row("memory", f"{load.memory_per_session_mib:g} MiB per session ({load.memory_idle_mib:g} MiB idle, "
                                     f"{load.memory_peak_mib:g} MiB peak)")
-    for attack in card.attacks:
-        outcome = attack.error or ("error" if attack.reward is None else f"{attack.reward:g}")
-        leaked = f" [bold red]read {', '.join(attack.leaked[:3])}[/]" if attack.leaked else ""
-        table.add_row("attack", f"{escape(attack.name)}: {escape(outcome)}{leaked}")
+    if card.attacks:
+        parts = []
+        for attack in card.attacks:
+            outcome = "error" if attack.error or attack.reward is None else f"{attack.reward:g}"
+            leaked = f" [bold red](read {escape(', '.join(attack.leaked[:3]))})[/]" if attack.leaked else ""
+            parts.append(f"{escape(attack.name)} {outcome}{leaked}")
+        table.add_row("attacks", "  ".join(parts))
     if card.learn is not None:
         table.add_row("learn", escape(", ".join(f"{k}: {v}" for k, v in card.learn.items() if k != "records")))
     console.print(f"[bold]scorecard[/] {escape(card.env)}  [dim]({card.duration_s:g} s)[/]")

@@ -5,6 +5,7 @@ shipped environments pass (tests/checks/test_deep_shipped.py plays them all)."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -213,3 +214,29 @@ def test_deep_options_are_refused_without_deep_and_against_a_url() -> None:
     assert result.exit_code == 2 and "apply to --deep only" in result.output
     result = runner.invoke(app, ["validate", "--url", "http://127.0.0.1:9", "--deep"])
     assert result.exit_code == 2 and "--deep plays a folder or an image, not a URL" in result.output
+
+
+# --- an image ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.environ.get("OPENENV_TEST_CONTAINERS") != "1",
+                    reason="needs a container engine: set OPENENV_TEST_CONTAINERS=1")  # fmt: skip
+@pytest.mark.timeout(1200)
+def test_wordle_image_passes_with_the_folders_grader_and_oracle() -> None:
+    from openenv_sdk.build import build_image
+
+    tag = build_image(WORDLE, output="quiet", timeout_s=900)
+    result = runner.invoke(app, ["validate", str(WORDLE), "--image", tag, "--deep", "--tasks", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["kind"] == "image" and report["target"] == tag
+    deep = {c["name"]: c["status"] for c in report["checks"] if c["name"].startswith("deep.")}
+    assert deep["deep.oracle"] == deep["deep.do_nothing"] == deep["deep.concurrency"] == "pass", deep
+    card = report["scorecard"]
+    assert set(card["oracle"].values()) == {1.7} and card["load"]["failed_episodes"] == 0
+    assert card["load"]["memory_per_session_mib"] is not None  # the container's own figure
+    # without the folder there is no grader to run: the graded checks say so
+    result = runner.invoke(app, ["validate", "--image", tag, "--deep", "--sessions", "4", "--json"])
+    skipped = {c["name"]: c for c in json.loads(result.output)["checks"] if c["name"].startswith("deep.")}
+    assert skipped["deep.oracle"]["status"] == "skip" and "pass PATH with --image" in skipped["deep.oracle"]["message"]
+    assert skipped["deep.concurrency"]["status"] == "pass"
