@@ -50,7 +50,7 @@ def _load(model: str, cache_dir: Path, device: str, gguf_dir: str | None = None)
     if model == "tiny":
         from .tiny_model import build_tiny_model
 
-        folder = build_tiny_model(cache_dir / "tiny-tool-model")
+        folder = build_tiny_model(cache_dir / "tiny-tool-model", progress=True)  # minutes on a first run: a bar
     else:
         folder = Path(model)
     from .chat import use_tool_chat_template
@@ -165,6 +165,7 @@ def _warm_up(model: Any, tokenizer: Any, source: Any, *, steps: int, lr: float, 
     """SFT on worked echo episodes with made-up texts, so that a tool call is possible at all."""
     from transformers.utils import get_json_schema
 
+    from ._progress import step_progress
     from .chat import tool_schemas
     from .echo_task import warmup_conversations
     from .trl_env import EnvironmentFactory
@@ -178,7 +179,8 @@ def _warm_up(model: Any, tokenizer: Any, source: Any, *, steps: int, lr: float, 
         assistant_labels(tokenizer, conversation, tools=[renderings[i % 2]])
         for i, conversation in enumerate(warmup_conversations(32, seed=seed + 1))
     ]
-    losses = sft_warmup(model, tokenizer, examples, steps=steps, lr=lr, batch_size=8, seed=seed)
+    with step_progress("warm-up: SFT", steps) as on_step:
+        losses = sft_warmup(model, tokenizer, examples, steps=steps, lr=lr, batch_size=8, seed=seed, on_step=on_step)
     print(f"warm-up: {steps} SFT steps on 32 worked episodes (other texts), loss {losses[0]:.2f} -> {losses[-1]:.2f}", flush=True)
     return losses
 
