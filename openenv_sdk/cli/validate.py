@@ -105,7 +105,7 @@ def validate(
 
     with console.status("validating", spinner="dots") if fmt is OutputFormat.human else _nothing():
         try:
-            if path is not None:
+            if path is not None and deep_folder is None:
                 report = validate_path(path, runtime=not static_only, startup_timeout_s=startup_timeout_s,
                                        timeout_s=timeout_s)
             elif url is not None:
