@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BASE_IMAGE_ENV",
+    "BUILD_LABELS_ENV",
     "DEFAULT_BUILD_TIMEOUT_S",
     "build_image",
     "default_tag",
@@ -49,6 +50,8 @@ __all__ = [
 ]
 
 BASE_IMAGE_ENV = "OPENENV_BASE_IMAGE"
+BUILD_LABELS_ENV = "OPENENV_BUILD_LABELS"
+"""More labels for every image built, `KEY=VALUE,KEY=VALUE` (e.g. a CI run's id, to remove its images after)."""
 DEFAULT_BUILD_TIMEOUT_S = 1800.0
 _SDK_NAMES = {"openenv-sdk", "openenv_sdk"}
 
@@ -85,7 +88,8 @@ def build_image(
     Raises:
         ManifestError: the folder has no valid `openenv.yaml`, or it names no server to run.
         EngineUnavailableError: no container engine answers.
-        BuildError: preparing wheels or a build step failed; the message has the log's tail.
+        BuildError: preparing wheels or a build step failed (the message has the log's tail), or
+            `$OPENENV_BUILD_LABELS` is malformed.
     """
     folder = Path(env_dir).resolve()
     if not folder.is_dir():
@@ -98,6 +102,10 @@ def build_image(
     if custom is None:
         _check_server_entry(manifest)
     labels = image_labels(raw, manifest, sdk_version=_sdk_version())
+    try:
+        extra_labels = build_labels_from_env()
+    except ValueError as e:
+        raise BuildError(str(e), tag=image_tag, log_tail=[]) from None
     client = engine or connect_engine(docker_host=docker_host)
     try:
         if custom is not None:
@@ -108,7 +116,7 @@ def build_image(
                 context_dir=folder,
                 dockerfile=str(custom.relative_to(folder)),
                 tag=image_tag,
-                labels=labels,
+                labels={**labels, **extra_labels},
                 no_cache=no_cache,
                 output=output,
                 timeout_s=timeout_s,
@@ -120,6 +128,7 @@ def build_image(
                 folder,
                 manifest,
                 labels,
+                extra_labels=extra_labels,
                 base_image=_usable_base(client, base_image, manifest, output=output, console=out),
                 tag=image_tag,
                 sdk_wheel_path=sdk_wheel_path,
@@ -140,6 +149,7 @@ def _build_generated(
     manifest: Manifest,
     labels: dict[str, str],
     *,
+    extra_labels: dict[str, str],
     base_image: str,
     tag: str,
     sdk_wheel_path: Path | None,
@@ -176,6 +186,7 @@ def _build_generated(
                 context_dir=context,
                 dockerfile="Dockerfile",
                 tag=tag,
+                labels=extra_labels,  # given to the engine, not in the Dockerfile: the layers stay cached
                 # Only a base image missing the environment's system packages (bubblewrap included,
                 # for a sandboxed environment) needs the network: apt runs only for missing ones.
                 network_mode=None if spec.system_packages else "none",
@@ -186,6 +197,22 @@ def _build_generated(
             )
         except BuildError as e:
             raise BuildError(_with_hint(str(e), e.log_tail, base_image), tag=e.tag, log_tail=e.log_tail) from e
+
+
+def build_labels_from_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The labels `$OPENENV_BUILD_LABELS` asks for (`KEY=VALUE,KEY=VALUE`).
+
+    Raises:
+        ValueError: an item is not KEY=VALUE.
+    """
+    raw = (os.environ if environ is None else environ).get(BUILD_LABELS_ENV, "")
+    labels = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"${BUILD_LABELS_ENV}: {item!r} is not KEY=VALUE (items are separated by commas)")
+        labels[key.strip()] = value.strip()
+    return labels
 
 
 def default_tag(name: str) -> str:

@@ -132,7 +132,11 @@ def render() -> str:
         "| Variable | Effect |",
         "|---|---|",
         "| `OPENENV_DEBUG` | `1`: show the traceback of an error instead of its one-line summary. |",
-        "| `OPENENV_BASE_IMAGE` | Base image of generated Dockerfiles (`openenv build`, `openenv push`). |",
+        "| `OPENENV_BASE_IMAGE` | Base image of generated Dockerfiles (`openenv build`, `openenv push`). Unset and "
+        "`python:3.11-slim` not pullable (offline): the local base `localhost/openenv-base:bookworm`, made once with "
+        "debootstrap. |",
+        "| `OPENENV_BUILD_LABELS` | More labels on every image built, `KEY=VALUE,KEY=VALUE` (a CI run's id, to remove its "
+        "images after: `podman rmi $(podman images -q --filter label=KEY=VALUE)`). |",
         "| `OPENENV_CACHE_DIR` | Where wheels prepared for image builds are cached. |",
         "",
     ]

@@ -40,6 +40,8 @@ timeout 900 bash benchmarks/setup_openenv_venv.sh --openenv-only
 export OPENENV_REFERENCE_VENV="$PWD/.bench/openenv-venv" HF_HUB_OFFLINE=1
 enabled+=("OpenEnv compatibility tests")
 
+# each suite ends with its 30 slowest tests and their times (pytest --durations)
+durations=(--durations=30 --durations-min=1.0)
 run_suite() {  # name, then the command; a failure is recorded, not fatal
   local name="$1"; shift
   step "$name suite"
@@ -50,15 +52,15 @@ if wants trainers; then
   timeout 1200 bash scripts/setup_trainers_venv.sh
   step "agents: node and npm, and the registry agents (trainers/tests/test_agents_e2e.py; never skipped)"
   timeout 1500 bash scripts/setup_agents.sh
-  run_suite trainers bash -c 'cd trainers && ../.venv-trainers/bin/python -m pytest "$@"' _ "$@"
+  run_suite trainers bash -c 'cd trainers && ../.venv-trainers/bin/python -m pytest "$@"' _ "${durations[@]}" "$@"
 fi
 if wants adapters; then
   # the third-party trainers' adapters (verifiers, SkyRL, ART, verl) against the real packages
   step "trainer adapters venv (.venv-adapters)"
   timeout 1200 bash scripts/setup_trainer_adapters.sh
-  run_suite adapters bash -c 'cd trainers && ../.venv-adapters/bin/python -m pytest adapter_tests "$@"' _ "$@"
+  run_suite adapters bash -c 'cd trainers && ../.venv-adapters/bin/python -m pytest adapter_tests "$@"' _ "${durations[@]}" "$@"
 fi
-wants main && run_suite main .venv/bin/python -m pytest "$@"
+wants main && run_suite main .venv/bin/python -m pytest "${durations[@]}" "$@"
 
 step "done"
 echo "enabled: ${enabled[*]:-nothing}" >&2
