@@ -39,6 +39,11 @@ ORCHESTRATOR_TOKEN_VAR = "OPENENV_ORCHESTRATOR_TOKEN"
 """The environment variable that gives a server its orchestrator token (it removes it at startup);
 re-exported as `openenv_sdk.server.ORCHESTRATOR_TOKEN_VAR`."""
 
+ORCHESTRATOR_TOKEN_FILE_VAR = "OPENENV_ORCHESTRATOR_TOKEN_FILE"
+"""`openenv serve --orchestrator-token-file`, as a variable: for an image whose command is fixed,
+the token in a file (a mounted Kubernetes Secret, as `openenv deploy` writes it) rather than in the
+environment."""
+
 NO_AUTH_VAR = "OPENENV_NO_AUTH"
 """`1`: `openenv serve` runs without an orchestrator token, as `--no-auth` does (for an image whose
 command is fixed). Without it and without a token, the server makes one: open only on purpose."""

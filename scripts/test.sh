@@ -60,7 +60,11 @@ if wants adapters; then
   timeout 1200 bash scripts/setup_trainer_adapters.sh
   run_suite adapters bash -c 'cd trainers && ../.venv-adapters/bin/python -m pytest adapter_tests "$@"' _ "${durations[@]}" "$@"
 fi
-wants main && run_suite main .venv/bin/python -m pytest "${durations[@]}" "$@"
+if wants main; then
+  step "Kubernetes policy linter: checkov in .cache/kubelint-venv (tests/deploy/test_kubernetes_policy.py; never skipped)"
+  timeout 900 bash scripts/setup_kube_lint.sh
+  run_suite main .venv/bin/python -m pytest "${durations[@]}" "$@"
+fi
 
 step "done"
 echo "enabled: ${enabled[*]:-nothing}" >&2

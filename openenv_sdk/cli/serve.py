@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import OpenEnvError
-from ..types import NO_AUTH_VAR
+from ..types import NO_AUTH_VAR, ORCHESTRATOR_TOKEN_FILE_VAR
 from ._output import console, debug_enabled, escape, fail
 
 ENV_DIR_VAR = "OPENENV_SERVE_DIR"
@@ -182,6 +182,7 @@ def serve(
         typer.Option(
             help="File holding the orchestrator's token: reset/step/state/close, sessions and orchestrator "
             "calls then need `Authorization: Bearer <token>` (also: the OPENENV_ORCHESTRATOR_TOKEN variable).",
+            envvar=ORCHESTRATOR_TOKEN_FILE_VAR,  # for images whose command is fixed: a mounted Kubernetes Secret
         ),
     ] = None,
     no_auth: Annotated[

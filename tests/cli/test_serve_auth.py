@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from openenv_sdk.client import GenericEnvClient
-from openenv_sdk.types import NO_AUTH_VAR, ORCHESTRATOR_TOKEN_VAR
+from openenv_sdk.types import NO_AUTH_VAR, ORCHESTRATOR_TOKEN_FILE_VAR, ORCHESTRATOR_TOKEN_VAR
 
 ECHO_DIR = Path(__file__).resolve().parents[2] / "environments" / "echo"
 STARTUP_TIMEOUT_S = 60.0
@@ -105,6 +105,16 @@ def test_serve_uses_the_token_it_is_given(serve: Callable[..., _Served], tmp_pat
     assert "Orchestrator token:" not in served.output  # nothing new to print
     assert httpx.post(f"{served.url}/sessions").status_code in (401, 403)
     assert httpx.post(f"{served.url}/sessions", headers={"Authorization": "Bearer given-token-123"}).status_code == 201
+
+
+def test_serve_reads_the_token_file_a_variable_names(serve: Callable[..., _Served], tmp_path: Path) -> None:
+    # how `openenv deploy`'s pods get theirs: the image's command is fixed, the Secret is a mounted file
+    (tmp_path / "token").write_text("mounted-token-456\n")
+    served = serve(env={ORCHESTRATOR_TOKEN_FILE_VAR: str(tmp_path / "token")})
+    _healthy(served)
+    assert "Orchestrator token:" not in served.output
+    assert httpx.post(f"{served.url}/sessions").status_code in (401, 403)
+    assert httpx.post(f"{served.url}/sessions", headers={"Authorization": "Bearer mounted-token-456"}).status_code == 201
 
 
 @pytest.mark.parametrize("how", ["flag", "variable"])
