@@ -5,7 +5,12 @@ its tools and the grader. Runtime checks speak the protocol to a running server
 (`RuntimeProbe`): discovery routes, reset/step/state over `/ws`, typed errors, and MCP.
 `validate_path`, `validate_url` and `validate_image` run them and return a `ValidationReport`;
 `check_env` runs the class rules and the protocol rules on a class in-process, and raises.
+`run_deep_checks` (`openenv validate --deep`) plays the environment and scores it; `load_oracle`
+gives a folder's `oracle:` as a scripted policy. Both are imported on first use (they bring in the
+evaluation runner and its clients).
 """
+
+from typing import Any
 
 from ._check_env import EnvCheckWarning, check_env
 from ._result import CheckResult, CheckStatus, Severity, ValidationReport
@@ -111,3 +116,14 @@ __all__ = [
     "validate_path",
     "validate_url",
 ]
+
+_DEEP = {"DeepOptions": "_deep", "DeepReport": "_deep", "Scorecard": "_deep", "run_deep_checks": "_deep",
+         "load_oracle": "_oracle", "do_nothing_policy": "_oracle"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEEP:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_DEEP[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
