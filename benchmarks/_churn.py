@@ -3,6 +3,7 @@ steps S times and closes; then the server's RSS right after.
 
 Run by client worker processes (`churn_worker`), with the `websockets` client or the raw-frame
 one (`_rawws.RawWebSocket`). Times are wall-clock (`time.time()`), comparable across processes.
+Every `PROGRESS_EVERY_S` a worker puts `("progress", pid, sessions ended, steps)` on its queue.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 
 from _rawws import RawWebSocket
 
-__all__ = ["ChurnConfig", "ChurnResult", "churn_worker"]
+__all__ = ["PROGRESS_EVERY_S", "ChurnConfig", "ChurnResult", "churn_worker"]
+
+PROGRESS_EVERY_S = 2.0
 
 
 @dataclasses.dataclass
@@ -43,7 +46,10 @@ class ChurnResult:
     ok_steps: int = 0
     wall_s: float = 0.0
     baseline_rss_kib: int = 0
+    peak_rss_kib: int = 0
+    """The highest of the server's RSS sampled at each progress report (every ~2 s)."""
     after_rss_kib: int = 0
+    round: int = 1
     errors: dict[str, int] = dataclasses.field(default_factory=dict)
     note: str = ""
 
@@ -60,7 +66,7 @@ def churn_worker(cfg: ChurnConfig, out: Any) -> None:
 
         uvloop.install()
     try:
-        out.put(("done", *asyncio.run(_churn(cfg))))
+        out.put(("done", *asyncio.run(_churn(cfg, out))))
     except BaseException as e:
         out.put(("crash", os.getpid(), f"{type(e).__name__}: {e}"))
 
@@ -70,7 +76,7 @@ def _error_key(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-async def _churn(cfg: ChurnConfig) -> tuple[int, int, float, float, dict[str, int]]:
+async def _churn(cfg: ChurnConfig, out: Any) -> tuple[int, int, float, float, dict[str, int]]:
     from urllib.parse import urlsplit
 
     import websockets
@@ -78,6 +84,7 @@ async def _churn(cfg: ChurnConfig) -> tuple[int, int, float, float, dict[str, in
     url = urlsplit(cfg.url)
     gate = asyncio.Semaphore(cfg.connect_parallelism)
     errors: Counter[str] = Counter()
+    tally = [0, 0]  # sessions ended (either way), steps answered
     raw_reset = RawWebSocket.frame(0x1, cfg.reset_frame.encode())
     raw_step = RawWebSocket.frame(0x1, cfg.step_frame.encode())
 
@@ -98,6 +105,7 @@ async def _churn(cfg: ChurnConfig) -> tuple[int, int, float, float, dict[str, in
                     if b"observation" not in reply[:40]:
                         raise RuntimeError(f"not an observation: {reply[:200]!r}")
                     steps += 1
+                    tally[1] += 1
             else:
                 await conn.send(cfg.reset_frame)
                 await asyncio.wait_for(conn.recv(), cfg.timeout_s)
@@ -107,6 +115,7 @@ async def _churn(cfg: ChurnConfig) -> tuple[int, int, float, float, dict[str, in
                     if "observation" not in reply[:40]:
                         raise RuntimeError(f"not an observation: {reply[:200]!r}")
                     steps += 1
+                    tally[1] += 1
         finally:
             await conn.close()
         return steps
@@ -117,9 +126,20 @@ async def _churn(cfg: ChurnConfig) -> tuple[int, int, float, float, dict[str, in
         except Exception as e:
             errors[_error_key(e)] += 1
             return -1
+        finally:
+            tally[0] += 1
 
+    async def report() -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            out.put(("progress", os.getpid(), tally[0], tally[1]))
+
+    reporter = asyncio.create_task(report())
     t_start = time.time()
-    done = await asyncio.gather(*(counted() for _ in range(cfg.sessions)))
+    try:
+        done = await asyncio.gather(*(counted() for _ in range(cfg.sessions)))
+    finally:
+        reporter.cancel()
     t_end = time.time()
     ok = [n for n in done if n == cfg.steps]
     return len(ok), sum(n for n in done if n > 0), t_start, t_end, dict(errors)

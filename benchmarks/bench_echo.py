@@ -28,6 +28,9 @@ Usage (from the repo root, with our dev venv; run `bash benchmarks/setup_openenv
     .venv/bin/python benchmarks/bench_echo.py --only openenv --sessions 100,1000
     .venv/bin/python benchmarks/bench_echo.py --write-docs     # also docs/benchmarks.md + plot
     .venv/bin/python benchmarks/bench_echo.py --repeat 2 --calm 1.5   # on a shared machine
+    # the churn workload (10,000 sessions at once, each connect, reset, 10 steps, close), ours,
+    # OpenEnv's and a bare `websockets` server taking turns, both clients; ~30 min on 2 cores:
+    .venv/bin/python benchmarks/bench_echo.py --churn 10000 --churn-only --churn-rounds 2 --write-docs
 """
 
 from __future__ import annotations
@@ -105,11 +108,17 @@ LATENCY_PHASE_TIMEOUT_S = 180.0
 # --------------------------------------------------------------------------- small helpers
 
 
-def raise_nofile_limit() -> int:
-    """Raise this process's soft RLIMIT_NOFILE to its hard limit; return the new soft limit."""
+def raise_nofile_limit(need: int = 0) -> int:
+    """Raise this process's soft RLIMIT_NOFILE to its hard limit (and the hard limit to `need`
+    where allowed: as root, up to the kernel's `fs.nr_open`); return the new soft limit. The
+    servers and client workers this process starts inherit it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY:
         hard = 1_048_576
+    if hard < need:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, need))
+            soft, hard = need, need
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -243,6 +252,14 @@ def openenv_target() -> Target:
         "{max_sessions}",
     )
     return Target("openenv", argv, "openenv")
+
+
+def baseline_target(src: Path) -> Target:
+    """Our server on the echo environment, but the SDK imported from `src` (a copy of an earlier
+    commit's `openenv_sdk/`, e.g. `git archive <commit> openenv_sdk | tar -x -C DIR`): before and
+    after in the same run."""
+    argv = ("env", f"PYTHONPATH={src}", *ours_target(None, "ours").argv)
+    return Target("ours-before", argv, "ours")
 
 
 def bare_ws_target() -> Target:
@@ -1115,7 +1132,9 @@ def mcp_client_vs_bare(dialect: HttpDialect, args: argparse.Namespace, res: Targ
 
 def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnResult:
     """A fresh server; `args.churn` sessions at once, each connect, reset, S steps, close; the
-    server's RSS before and right after (1 s after the last session closed)."""
+    server's RSS before, at its highest (sampled at each progress report) and right after (1 s
+    after the last session closed). Progress is printed every ~10 s; the whole run is bounded
+    by `--phase-timeout` (default max(60, N/20) s)."""
     n = args.churn
     result = ChurnResult(target=target.name, client=client, sessions=n)
     procs = max(1, min(args.churn_client_procs, n))
@@ -1128,7 +1147,7 @@ def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnRes
     try:
         server.start()
         time.sleep(1.0)  # the probe session torn down
-        result.baseline_rss_kib = server.rss_kib()
+        result.baseline_rss_kib = result.peak_rss_kib = server.rss_kib()
         for share in shares:
             cfg = ChurnConfig(
                 url=server.ws_url, sessions=share, steps=args.steps_per_session, client=client,
@@ -1138,7 +1157,7 @@ def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnRes
             w = ctx.Process(target=churn_worker, args=(cfg, out), daemon=True)
             w.start()
             workers.append(w)
-        done = _drain(out, "done", len(workers), timeout_s + 60)
+        done = _drain_churn(out, len(workers), timeout_s, server, result, n * args.steps_per_session)
         result.ok_sessions = sum(m[1] for m in done)
         result.ok_steps = sum(m[2] for m in done)
         result.wall_s = max(m[4] for m in done) - min(m[3] for m in done)
@@ -1158,6 +1177,43 @@ def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnRes
                 worker.join(5)
         server.stop()
     return result
+
+
+def _drain_churn(
+    out: mp.Queue, count: int, timeout_s: float, server: ServerProcess, result: ChurnResult, total_steps: int
+) -> list[tuple[Any, ...]]:
+    """The churn workers' `done` messages; their progress reports print (every ~10 s) and sample
+    the server's RSS. TimeoutError past `timeout_s`."""
+    got: list[tuple[Any, ...]] = []
+    progress: dict[int, tuple[int, int]] = {}
+    started = time.monotonic()
+    deadline, shown = started + timeout_s, started
+    while len(got) < count:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            ended = sum(p[0] for p in progress.values())
+            raise TimeoutError(f"not done within {timeout_s:.0f} s: {ended:,}/{result.sessions:,} sessions ended")
+        try:
+            msg = out.get(timeout=min(left, 1.0))
+        except queue.Empty:
+            continue
+        if msg[0] == "crash":
+            raise RuntimeError(f"client worker {msg[1]} crashed: {msg[2]}")
+        if msg[0] == "progress":
+            progress[msg[1]] = (msg[2], msg[3])
+            result.peak_rss_kib = max(result.peak_rss_kib, server.rss_kib())
+            if time.monotonic() - shown >= 10.0:
+                shown = time.monotonic()
+                ended, steps = (sum(p[i] for p in progress.values()) for i in (0, 1))
+                say(
+                    f"  [{result.target}] {shown - started:.0f} s: {ended:,}/{result.sessions:,} sessions ended, "
+                    f"{steps:,}/{total_steps:,} steps, server RSS {result.peak_rss_kib / 1024:.0f} MiB at most so far"
+                )
+            continue
+        if msg[0] != "done":
+            raise RuntimeError(f"client worker sent {msg[0]!r}, expected 'done'")
+        got.append(msg)
+    return got
 
 
 def run_ws_floor(targets: list[Target], args: argparse.Namespace) -> dict[str, list[float]]:
@@ -1182,43 +1238,80 @@ def run_ws_floor(targets: list[Target], args: argparse.Namespace) -> dict[str, l
     return medians
 
 
+CHURN_NOTES = [
+    "Where a session's memory goes (tracemalloc of the server holding 1,000 reset echo sessions, "
+    "2026-11-27): ~30.6 KiB a session before the changes below, ~26.8 KiB after. Nearly all of it "
+    "is the stack a WebSocket connection runs on: uvicorn's protocol object, its `websockets` "
+    "parser and the request's headers, the suspended coroutines of the ASGI middleware and "
+    "routing chain, the transport's buffers; the session's own objects (`Session`, its runner "
+    "and transcript, all `__slots__`, its ids and reaper hook) about 1 KiB, and the echo "
+    "environment with its models ~0.6 KiB. Cut: uvicorn's per-connection `asyncio.Queue` and `asyncio.Event` (three "
+    "deques and one, each with a 64-slot block) swapped for `server/_slim.py`'s (a list, a future "
+    "only while someone waits; -3.7 KiB); the transcript's deque made at the first tool call "
+    "(-0.7 KiB). The per-connection task (below) adds ~0.7 KiB. The idle servers' RSS (ours ~89 "
+    "MiB with the official MCP server imported, OpenEnv's ~170 MiB) is most of what either holds "
+    "right after the sessions close.",
+    "",
+    "Where a step's time goes on our side (cProfile of the server over 5,000 steps on one "
+    "connection): 172 Python calls and coroutine resumptions a step before, 153 after. Cut: the "
+    "connection's loop runs in a task of its own, so a message no longer resumes the dozen ASGI "
+    "middleware and routing coroutines that await it; the envelope is read by pydantic-core's "
+    "JSON parser when it is the common one (pydantic validates the rest: the same fields, the "
+    "same errors); a short text message skips the re-encode, UTF-8 and depth pass; a session "
+    "verb's error net and metrics report are one coroutine, not three; whether a class has "
+    "`step_async` is cached. The replies are byte-identical (HEAD and after, 23 messages, errors "
+    "included). Left: the metrics (`/metrics`: three counters and a histogram a step), the "
+    "environment's own pydantic models, and uvicorn/starlette's receive and send.",
+]
+"""Fixed notes of the churn section: what the profiles showed and what was done (2026-11-27)."""
+
+
 def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args: argparse.Namespace) -> str:
     """The churn section of docs/benchmarks.md (markdown, between its markers)."""
-    by = {(r.target, r.client): r for r in results}
+    by = {(r.target, r.client, r.round): r for r in results}
     lines = [
         "<!-- bench_echo_churn: begin -->",
         "## Churn: sessions that come and go",
         "",
-        f"`python benchmarks/bench_echo.py --churn {args.churn} --churn-only --write-docs`: "
+        f"`python benchmarks/bench_echo.py {args.churn_command}`: "
         f"{args.churn:,} WebSocket sessions at once, each connects, resets, steps "
         f"{args.steps_per_session} times and closes (openings paced {args.connect_parallelism} at a time, {args.churn_client_procs} client process(es)), "
-        f"against a fresh server per row; RSS is the server's, before and 1 s after the last session "
-        f"closed. {args.load_text.capitalize()}; {os.cpu_count()} cores shared with other work, so the figures are "
-        f"of this size and this machine only (the issue's target was set at 10,000 sessions).",
+        f"against a fresh server per row, the servers taking turns within each round ({args.churn_rounds} round(s)); "
+        f"`bare-ws` is `benchmarks/bare_ws_echo_server.py`"
+        + (f", `ours-before` our server from `{args.baseline_label}`" if args.baseline_src else "")
+        + ". RSS is the server's: before, at its highest (sampled every ~2 s) and 1 s after the last session "
+        f"closed. {args.load_text.capitalize()}; {os.cpu_count()} cores shared with other work (other jobs ran "
+        "throughout), so compare rows of one round: ratios are within a round.",
         "",
-        "| server | client | sessions OK | steps/s | RSS before (MiB) | RSS right after (MiB) |",
-        "|---|---|---|---|---|---|",
+        "| round | server | client | sessions OK | steps/s | RSS before (MiB) | RSS at most (MiB) | RSS right after (MiB) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
-            f"| {r.target} | {r.client} | {r.ok_sessions:,}/{r.sessions:,} | {r.steps_per_s:,.0f} | "
-            f"{r.baseline_rss_kib / 1024:.0f} | {r.after_rss_kib / 1024:.0f} |"
+            f"| {r.round} | {r.target} | {r.client} | {r.ok_sessions:,}/{r.sessions:,} | {r.steps_per_s:,.0f} | "
+            f"{r.baseline_rss_kib / 1024:.0f} | {r.peak_rss_kib / 1024:.0f} | {r.after_rss_kib / 1024:.0f} |"
             + (f" {r.note}" if r.note else "")
             + (f" errors: {r.errors}" if r.errors else "")
         )
     lines.append("")
-    for client in args.churn_clients:
-        ours, theirs = by.get(("ours", client)), by.get(("openenv", client))
-        if ours and theirs and theirs.steps_per_s and theirs.after_rss_kib:
-            grown = ours.after_rss_kib - ours.baseline_rss_kib
-            theirs_grown = theirs.after_rss_kib - theirs.baseline_rss_kib
-            lines.append(
-                f"- {client} client: ours/OpenEnv steps/s x{ours.steps_per_s / theirs.steps_per_s:.2f}, "
-                f"RSS right after x{ours.after_rss_kib / theirs.after_rss_kib:.2f}"
-                + (f" (what the churn added: x{grown / theirs_grown:.2f}; at this size the idle servers' RSS "
-                   "weighs most)" if theirs_grown > 0 else "")
-                + "."
-            )
+    for round_no in sorted({r.round for r in results}):
+        for client in args.churn_clients:
+            for name in ("ours", "ours-before"):
+                ours, theirs = by.get((name, client, round_no)), by.get(("openenv", client, round_no))
+                if not (ours and theirs and theirs.steps_per_s and theirs.after_rss_kib and theirs.peak_rss_kib):
+                    continue
+                bare = by.get(("bare-ws", client, round_no))
+                lines.append(
+                    f"- round {round_no}, {client} client, {name}/OpenEnv: steps/s x{ours.steps_per_s / theirs.steps_per_s:.2f}, "
+                    f"RSS at most x{ours.peak_rss_kib / theirs.peak_rss_kib:.2f}, "
+                    f"RSS right after x{ours.after_rss_kib / theirs.after_rss_kib:.2f}"
+                    + (f" (what the churn added, at most: x{(ours.peak_rss_kib - ours.baseline_rss_kib) / grown:.2f})"
+                       if (grown := theirs.peak_rss_kib - theirs.baseline_rss_kib) > 0 else "")
+                    + (f"; {name}/bare-ws steps/s x{ours.steps_per_s / bare.steps_per_s:.2f}"
+                       if bare and bare.steps_per_s else "")
+                    + "."
+                )  # fmt: skip
+    lines += ["", *CHURN_NOTES]
     if floor:
         lines += [
             "",
@@ -1239,20 +1332,27 @@ def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args
 
 
 def run_churn_section(targets: list[Target], args: argparse.Namespace) -> None:
-    churn_targets = [t for t in targets if t.name in ("ours", "openenv")]
+    by_name = {t.name: t for t in [*targets, bare_ws_target()]}
+    churn_targets = [by_name[n] for n in ("ours", "ours-before", "bare-ws", "openenv") if n in by_name]
+    need = args.churn + 1024
+    if raise_nofile_limit(need) < need:
+        say(f"warning: the open-file limit is under {need:,}: sessions past it will fail to connect")
     results: list[ChurnResult] = []
-    for client in args.churn_clients:
-        for target in churn_targets:
-            wait_for_calm(args, f"{target.name} churn")
-            say(f"[{target.name}] churn: {args.churn} sessions, {client} client ({loadavg()}) ...")
-            r = run_churn(target, client, args)
-            results.append(r)
-            say(
-                f"[{target.name}] churn, {client} client: {r.ok_sessions}/{r.sessions} OK, {r.steps_per_s:,.0f} steps/s, "
-                f"RSS {r.baseline_rss_kib / 1024:.0f} -> {r.after_rss_kib / 1024:.0f} MiB"
-                + (f", note: {r.note}" if r.note else "") + (f", errors: {r.errors}" if r.errors else "")
-            )
-    floor = run_ws_floor([*churn_targets, bare_ws_target()], args) if args.floor_rounds else {}
+    for round_no in range(1, args.churn_rounds + 1):
+        for client in args.churn_clients:
+            for target in churn_targets:
+                wait_for_calm(args, f"{target.name} churn")
+                say(f"[{target.name}] churn round {round_no}: {args.churn:,} sessions, {client} client ({loadavg()}) ...")
+                r = run_churn(target, client, args)
+                r.round = round_no
+                results.append(r)
+                say(
+                    f"[{target.name}] churn round {round_no}, {client} client: {r.ok_sessions:,}/{r.sessions:,} OK, "
+                    f"{r.steps_per_s:,.0f} steps/s, RSS {r.baseline_rss_kib / 1024:.0f} -> at most "
+                    f"{r.peak_rss_kib / 1024:.0f} -> {r.after_rss_kib / 1024:.0f} MiB in {r.wall_s:.0f} s"
+                    + (f", note: {r.note}" if r.note else "") + (f", errors: {r.errors}" if r.errors else "")
+                )
+    floor = run_ws_floor(churn_targets, args) if args.floor_rounds else {}
     for name, medians in floor.items():
         say(f"[{name}] ws step median (websockets client) per round: {', '.join(f'{m:.3f}' for m in medians)} ms")
     args.load_text = f"{loadavg()} after the run"
@@ -1370,6 +1470,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--churn-clients", type=lambda v: v.split(","), default=["websockets", "raw"], help="clients for --churn"
     )
     p.add_argument("--churn-client-procs", type=int, default=1, help="client processes for --churn")
+    p.add_argument("--churn-rounds", type=int, default=1, help="rounds of --churn, the servers taking turns in each")
+    p.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="also run our server with the SDK from this folder (a copy of an earlier commit's openenv_sdk/), "
+        "as `ours-before`, in the churn and the WS floor",
+    )
+    p.add_argument("--baseline-label", default="an earlier commit", help="what --baseline-src is, for the docs")
     p.add_argument("--floor-rounds", type=int, default=3, help="rounds of the WS floor comparison (0: none)")
     p.add_argument("--write-docs", action="store_true", help="write docs/benchmarks.md and the plot")
     p.add_argument("--json", type=Path, help="also dump raw results as JSON to this file")
@@ -1415,6 +1523,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_ceiling:
         targets.append(ceiling_target())
 
+    if args.baseline_src:
+        targets.append(baseline_target(args.baseline_src.resolve()))
+    args.churn_command = " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     if args.churn_only:
         if not args.churn:
             say("error: --churn-only needs --churn N")
