@@ -387,7 +387,9 @@ async def _graded_checks(ctx: _Context, card: Scorecard) -> list[CheckResult]:
     card.do_nothing = {r.task_id: r.reward for r in nothing_records if r.attempt == 0}
     card.repeats["do-nothing"] = [r.reward for r in nothing_records if r.task_id == first.task_id]
     if ctx.oracle is None:
-        results.append(_fail("deep.oracle", "the manifest names no oracle (a reference solution to play)", _ORACLE_FIX))
+        if ctx.manifest is None or not ctx.manifest.oracle:  # one that did not load was reported already
+            results.append(_fail("deep.oracle", "the manifest names no oracle (a reference solution to play)",
+                                 _ORACLE_FIX))  # fmt: skip
         oracle_records: list[EpisodeRecord] = []
     else:
         oracle_records = by_policy[ctx.oracle.name]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,32 @@ def test_a_thread_bound_resource_in_a_free_threaded_class_is_flagged(fixture_run
     assert check.fix.startswith("Something the environment holds is bound to the thread that made it")
     assert "remove `THREAD_AFFINITY = False`" in check.fix
     assert card.load is not None and card.load.sessions == 32 and card.load.tool_errors > 0
+
+
+def _quiz_copy(tmp_path: Path, oracle_line: str | None) -> Path:
+    """The leaky quiz copied beside its base module, with another `oracle:` line (or none)."""
+    shutil.copy(FIXTURES / "deep_fixture_quiz.py", tmp_path / "deep_fixture_quiz.py")
+    folder = tmp_path / "quiz"
+    shutil.copytree(FIXTURES / "leaky", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    lines = [line for line in (folder / "openenv.yaml").read_text().splitlines() if not line.startswith("oracle:")]
+    (folder / "openenv.yaml").write_text("\n".join([*lines, *([oracle_line] if oracle_line else [])]) + "\n")
+    return folder
+
+
+def test_a_graded_environment_without_an_oracle_is_told_how_to_write_one(tmp_path: Path) -> None:
+    checks, card = run_deep_checks(_quiz_copy(tmp_path, None), options=DeepOptions(tasks=1, sessions=4))
+    by = _by_name(checks)
+    assert by["deep.oracle"].fatal and by["deep.oracle"].message == "the manifest names no oracle (a reference solution to play)"
+    assert "`oracle: oracle.py:act`" in by["deep.oracle"].fix
+    assert by["deep.do_nothing"].passed and card.oracle == {}
+    assert "sampled-tool-calls" in by["deep.concurrency"].message  # without an oracle, each tool once
+
+
+def test_an_oracle_that_does_not_load_is_one_failure_naming_why(tmp_path: Path) -> None:
+    checks, _ = run_deep_checks(_quiz_copy(tmp_path, "oracle: oracle.py:nope"), options=DeepOptions(tasks=1, sessions=4))
+    [oracle] = [c for c in checks if c.name == "deep.oracle"]
+    assert oracle.fatal and oracle.message.startswith("the oracle does not load: ")
+    assert "has no attribute 'nope'" in oracle.message
 
 
 # --- shipped environments, through the CLI ----------------------------------------------------------
