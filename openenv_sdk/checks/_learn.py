@@ -33,10 +33,13 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("OPENENV_TRAINERS_CACHE") or Path.home() / ".cache" / "openenv-trainers")
 
 
-def check_learn(folder: Path | None, *, image: str | None = None, steps: int = 3,
-                tasks: int = 8) -> tuple[CheckResult, dict[str, Any] | None]:  # fmt: skip
+def check_learn(folder: Path | None, *, image: str | None = None, steps: int = 3, tasks: int = 8,
+                model_dir: Path | None = None) -> tuple[CheckResult, dict[str, Any] | None]:  # fmt: skip
     """Train the tiny model for `steps` GRPO steps on the environment's first `tasks` tasks; the check
-    passes when the mean reward or its spread moves. Returns the result and the figures."""
+    passes when the mean reward or its spread moves. Returns the result and the figures.
+
+    `model_dir` is a tiny model already built (`openenv_trainers.tiny_model.build_tiny_model`); by
+    default it is built once into the trainers' cache (`$OPENENV_TRAINERS_CACHE`)."""
     if folder is None:
         return CheckResult(name=NAME, passed=False, skipped=True,
                            message="skipped: --learn needs the environment folder (its grader)"), None
@@ -60,7 +63,7 @@ def check_learn(folder: Path | None, *, image: str | None = None, steps: int = 3
 
     curve_callback = type("RewardCurve", (transformers.TrainerCallback,), {"on_log": on_log})
 
-    model_dir = tiny.build_tiny_model(_cache_dir() / "tiny-tool-model")
+    model_dir = model_dir or tiny.build_tiny_model(_cache_dir() / "tiny-tool-model")
     tokenizer = chat.use_tool_chat_template(transformers.AutoTokenizer.from_pretrained(model_dir))
     tokenizer.padding_side = "left"
     model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
