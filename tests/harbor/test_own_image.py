@@ -6,15 +6,15 @@ compose file whose main service sets an environment variable, Harbor's log mount
 and a three-step pytest check that also runs the agent's script. It is imported into a copy of
 the terminal environment, its image built on the local base (`$OPENENV_BASE_IMAGE`), and played
 through the real server in a real container (OPENENV_TEST_CONTAINERS=1): the reference solution
-scores 1.0, doing nothing 0.0, and the agent cannot reach the verifier's files. Every image and
-container these tests make is labelled and removed.
+scores 1.0, doing nothing 0.0, one step undone 0.0. The attacks on this setup (reading the
+verifier's files, planting what pytest or the reward reader would pick up) are in
+tests/security/test_attack_harbor_image.py. Every image and container made here is labelled and removed.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import secrets
 import shutil
 import sys
@@ -32,23 +32,19 @@ from openenv_sdk.cli.main import app
 from openenv_sdk.harbor import HarborComposeError, HarborImportError, import_harbor_task
 from openenv_sdk.harbor._image import LABEL_TASK, ImagePlan, plan_image, task_dockerfile
 from openenv_sdk.terminal_task import TASK_ENV_NAMES, TASK_IMAGE_ENV
+from tests.harbor.own_image_kit import (
+    CANARY,
+    FIXTURE,
+    ROOT,
+    Built,
+    bash,
+    built_fixture,
+    grade_episode,
+    requires_engine,
+    terminal_copy,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-TERMINAL = ROOT / "environments" / "terminal"
-FIXTURE = Path(__file__).parent / "fixtures" / "stock-report"
-TEST_LABEL = {"org.openenv.test": "harbor-own-image"}
-CANARY = "VERIFIER-CANARY-7c1e9a"
-
-
-def terminal_copy(root: Path) -> Path:
-    """The terminal environment without its tasks: its server, grader, manifest and `hidden/lib.sh`."""
-    env = root / "env"
-    (env / "tasks").mkdir(parents=True)
-    (env / "hidden").mkdir()
-    for name in ("openenv.yaml", "terminal_env.py", "grader.py"):
-        shutil.copy(TERMINAL / name, env / name)
-    shutil.copy(TERMINAL / "hidden" / "lib.sh", env / "hidden" / "lib.sh")
-    return env
+pytestmark = pytest.mark.timeout(600)  # the module's image is built in the first container test's setup
 
 
 def harbor_task(root: Path, files: dict[str, str]) -> Path:
@@ -215,37 +211,10 @@ def _load_env_module(env: Path) -> Any:
 
 # --- built and played in a real container -----------------------------------------------------
 
-requires_engine = pytest.mark.skipif(
-    os.environ.get("OPENENV_TEST_CONTAINERS") != "1",
-    reason="needs a container engine: set OPENENV_TEST_CONTAINERS=1 (after scripts/setup_container_engine.sh)",
-)
-
-
-class Built:
-    def __init__(self, env: Path, image: str) -> None:
-        self.env = env
-        self.image = image
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    from openenv_sdk.containers.engine import connect_engine
-    from openenv_sdk.harbor import build_task_image
-
-    env = terminal_copy(tmp_path_factory.mktemp("own_image"))
-    import_harbor_task(FIXTURE, tasks_dir=env / "tasks", own_image=True)
-    engine = connect_engine()
-    server, task_image = "openenv-test-harbor-server:latest", "openenv-test-harbor-stock-report:latest"
-    try:
-        build_task_image(env, "stock_report", tag=task_image, server_tag=server, labels=TEST_LABEL, engine=engine)
-        yield Built(env, task_image)
-    finally:
-        for tag in (task_image, server):
-            try:
-                engine.images.remove(tag, force=True)
-            except Exception:  # not built (a failed build): nothing to remove
-                pass
-        engine.close()
+    with built_fixture(tmp_path_factory.mktemp("own_image"), suffix="tests") as value:
+        yield value
 
 
 @pytest.fixture(scope="module")
@@ -254,18 +223,6 @@ def served(built: Built) -> Iterator[Any]:
 
     with GenericEnvClient(image=built.image, timeout_s=120) as env:
         yield env
-
-
-def _bash(env: Any, command: str) -> str:
-    result = env.call_tool("bash", command=command)
-    return "".join(getattr(part, "text", "") for part in result.content)
-
-
-def _grade(built: Built, env: Any) -> Any:
-    from openenv_sdk.loader import load_grader
-    from openenv_sdk.rubric import grade
-
-    return grade(load_grader(built.env), env)
 
 
 @requires_engine
@@ -284,12 +241,12 @@ def test_the_image_is_labelled_and_holds_the_task(built: Built) -> None:
 def test_the_agent_works_in_the_task_image(built: Built, served: Any) -> None:
     """The agent's commands run in the task's system: its tool, its /etc data, its ENV and compose environment."""
     served.reset(task_id="stock_report")
-    out = _bash(served, 'pwd; ls; command -v stockctl; stockctl get gadgets; echo "[$REPORT_TITLE] [$STOCK_FILE]"; id -u')
+    out = bash(served, 'pwd; ls; command -v stockctl; stockctl get gadgets; echo "[$REPORT_TITLE] [$STOCK_FILE]"; id -u')
     lines = out.splitlines()
     assert lines[:5] == ["/app", "orders.csv", "/usr/local/bin/stockctl", "5", "[Stock left after orders] [/etc/inventory/stock.conf]"]
     assert lines[5] != "0", "the agent is not root"
     # the image's system is read-only to it, and setuid programs give it nothing
-    out = _bash(served, "touch /etc/inventory/x /usr/local/bin/x 2>&1 | wc -l; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status")
+    out = bash(served, "touch /etc/inventory/x /usr/local/bin/x 2>&1 | wc -l; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status")
     assert sorted(out.split("[exit code")[0].split()) == sorted(["2", "NoNewPrivs:", "1", "CapEff:", "0000000000000000"]), out
 
 
@@ -297,40 +254,23 @@ def test_the_agent_works_in_the_task_image(built: Built, served: Any) -> None:
 def test_the_reference_solution_scores_1_and_nothing_scores_0(built: Built, served: Any) -> None:
     served.reset(task_id="stock_report")
     solution = (built.env / "hidden/stock_report/solution.sh").read_text()
-    _bash(served, solution)
-    score = _grade(built, served)
+    bash(served, solution)
+    score = grade_episode(built, served)
     assert score.value == 1.0, score.evidence
     check = next(iter(score.evidence.values()))
     assert "3 passed" in check["output"], check["output"]
     served.reset(task_id="stock_report")
-    assert _grade(built, served).value == 0.0
+    assert grade_episode(built, served).value == 0.0
 
 
 @requires_engine
 def test_a_partial_solution_scores_0(built: Built, served: Any) -> None:
     """The multi-step check: a right report with no script (one step of three undone) scores 0."""
     served.reset(task_id="stock_report")
-    _bash(served, "printf 'Stock left after orders\\ngadgets: 2\\nwidgets: 1\\n' > /app/report.txt")
-    score = _grade(built, served)
+    bash(served, "printf 'Stock left after orders\\ngadgets: 2\\nwidgets: 1\\n' > /app/report.txt")
+    score = grade_episode(built, served)
     assert score.value == 0.0
     assert "2 passed" in next(iter(score.evidence.values()))["output"]
-
-
-@requires_engine
-def test_the_agent_cannot_read_the_verifier_files(built: Built, served: Any) -> None:
-    """The agent looks for the tests (/tests, the environment's hidden/, any test_outputs.py, the canary) and finds nothing."""
-    served.reset(task_id="stock_report")
-    probe = (
-        "cat /tests/test_outputs.py; cat /tests/test.sh; ls /env/hidden /logs/verifier; "
-        "find / -xdev \\( -name 'test_outputs.py' -o -name 'check.sh' -o -name hidden \\) -not -path '/proc/*' 2>/dev/null; "
-        f"grep -rl {CANARY} /app /etc /opt /usr/local /tmp /var /root /home 2>/dev/null; echo done"
-    )
-    for when in ("before a check", "after a check"):
-        out = _bash(served, probe)
-        stdout, _, stderr = out.partition("[stderr]")
-        assert stdout.strip() == "done", f"{when}: found {stdout!r}"
-        assert "cat: /tests/test_outputs.py: No such file or directory" in stderr and CANARY not in out, when
-        _grade(built, served)  # the check's files are mounted for the check alone, then gone
 
 
 @requires_engine
@@ -401,7 +341,7 @@ def test_an_agent_program_runs_in_the_task_image_against_a_model_endpoint(built:
     assert "stockctl" in policy.requests[0]["messages"][1]["content"], "it was given the task's instruction"
     assert policy.requests[1]["messages"][-1]["role"] == "tool", "the bash call's result came back to the policy"
     assert policy.key not in run.stdout_tail + run.stderr_tail
-    score = _grade(built, served)
+    score = grade_episode(built, served)
     assert score.value == 1.0, score.evidence
 
 
