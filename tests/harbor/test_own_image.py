@@ -243,7 +243,7 @@ def test_the_agent_works_in_the_task_image(built: Built, served: Any) -> None:
     served.reset(task_id="stock_report")
     out = bash(served, 'pwd; ls; command -v stockctl; stockctl get gadgets; echo "[$REPORT_TITLE] [$STOCK_FILE]"; id -u')
     lines = out.splitlines()
-    assert lines[:5] == ["/app", "orders.csv", "/usr/local/bin/stockctl", "5", "[Stock left after orders] [/etc/inventory/stock.conf]"]
+    assert lines[:5] == ["/app", "orders.csv", "/usr/local/bin/stockctl", "5", "[Stock left after orders] [/etc/inventory/stock.conf]"], out
     assert lines[5] != "0", "the agent is not root"
     # the image's system is read-only to it, and setuid programs give it nothing
     out = bash(served, "touch /etc/inventory/x /usr/local/bin/x 2>&1 | wc -l; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status")
