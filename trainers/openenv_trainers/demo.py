@@ -1,7 +1,7 @@
 """Train SmolLM2-135M-Instruct with GRPO on the shipped echo environment, and plot the reward.
 
     python -m openenv_trainers.demo                         # SmolLM2: 60 steps x 32 on a GPU (~3 min), 8 x 8 on a CPU
-    python -m openenv_trainers.demo --model tiny --steps 3  # the tiny test model, seconds on a CPU
+    python -m openenv_trainers.demo --model tiny --steps 3  # the tiny test model on a CPU (its first build: minutes)
 
 The task (`echo_task`): call the echo environment's `echo` tool with an exact text; the reward is
 graded host-side from the server's transcript of the agent's MCP calls (0.2 for calling `echo`,
