@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("typecheck", ROOT / "scripts" / "typecheck.py")
 assert _spec is not None and _spec.loader is not None
 typecheck = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("typecheck", typecheck)  # its dataclasses look their module up there
 _spec.loader.exec_module(typecheck)
 
 
