@@ -1,6 +1,7 @@
 """Deployment objects for running environment images on a cluster.
 
-    kubernetes_objects   a Secret (the orchestrator token), a Deployment and a Service, as dicts
+    kubernetes_objects   a Secret (the orchestrator token), a Deployment, a Service and a
+                         NetworkPolicy, as dicts (docs/scaling.md, Kubernetes)
     kubernetes_yaml      the same as YAML: `python -m openenv_sdk.deploy ENV_DIR --image IMG | kubectl apply -f -`
 """
 
