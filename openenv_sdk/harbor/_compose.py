@@ -154,6 +154,9 @@ def _plan(where: str, name: str, service: _Service, source: Path) -> ComposePlan
         plan.notes.append(f"{where}: services.{name} has no build: environment/Dockerfile is built")
     else:
         context, dockerfile = (build, "Dockerfile") if isinstance(build, str) else (build.context, build.dockerfile)
+        if re.fullmatch(r"\$\{?CONTEXT_DIR\}?", context):  # Harbor's own: the task's environment/
+            plan.notes.append(f"{where}: services.{name}.build.context {context} read as environment/")
+            context = "."
         for label, value in (("build.context", context), ("build.dockerfile", dockerfile)):
             normal = posixpath.normpath(value)
             if value.startswith("/") or normal == ".." or normal.startswith("../") or "$" in value:

@@ -137,7 +137,7 @@ def task_dockerfile(text: str, *, server_image: str, server_config: dict[str, ob
     trailer = [
         "",
         "# --- added by openenv harbor build: the image runs the terminal environment's server",
-        "ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in env.items()),
+        "ENV " + " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in env.items()),
         f"USER {user}",
         f"WORKDIR {server_config.get('WorkingDir') or '/'}",
         f"ENTRYPOINT {json.dumps(entrypoint)}",

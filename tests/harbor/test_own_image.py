@@ -144,6 +144,18 @@ def test_compose_keys_outside_the_subset_are_refused_by_name(tmp_path: Path, com
         assert f"environment/docker-compose.yaml: {key} is not supported" in "\n".join(error.problems)
 
 
+def test_harbors_context_dir_variable_is_the_environment_folder(tmp_path: Path) -> None:
+    env = terminal_copy(tmp_path)
+    compose = "services:\n  main:\n    build:\n      context: ${CONTEXT_DIR}\n    environment: {REPORT_TITLE: Été}\n"
+    task = harbor_task(tmp_path, {"environment/docker-compose.yaml": compose})
+    report = import_harbor_task(task, tasks_dir=env / "tasks", own_image=True)
+    assert any("build.context ${CONTEXT_DIR} read as environment/" in n for n in report.notes)
+    plan = plan_image(env / "tasks" / report.task_id / "environment", source=task)
+    assert plan.problems == []
+    assert (plan.context, plan.environment) == (".", {"REPORT_TITLE": "Été"})
+    assert 'REPORT_TITLE="Été"' in task_dockerfile("FROM x\n", server_image="s", server_config={}, task_id="t", plan=plan)
+
+
 def test_services_beside_the_main_one_are_refused(tmp_path: Path) -> None:
     error = compose_refusal(tmp_path, "services:\n  main:\n    build: .\n  db:\n    image: postgres:16\n")
     assert error.keys == ["services.db"]
