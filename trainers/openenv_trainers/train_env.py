@@ -56,19 +56,21 @@ class TrainEnvConfig:
     """Oracle episodes to warm up on (the first N tasks)."""
     eval_episodes: int = 16
     """Held-out tasks (after the warm-up's) each measurement plays."""
-    warmup_steps: int = 50
+    warmup_steps: int = 60
     warmup_lr: float | None = None
-    """The SFT learning rate; default by the model's size: 3e-3 under 10 M parameters (the tiny
-    model), 3e-5 above (SmolLM2-135M)."""
-    warmup_batch: int = 8
+    """The SFT learning rate (decayed linearly to 0); default by the model's size: 1e-2 under
+    10 M parameters (the tiny model), 5e-5 above (SmolLM2-135M)."""
+    warmup_batch: int = 4
+    """Episodes per SFT step."""
     grpo_steps: int = 4
     grpo_lr: float | None = None
-    """The GRPO learning rate; default 1e-3 under 10 M parameters, 1e-6 above."""
-    batch: int = 8
-    """Completions per GRPO step."""
-    generations: int = 4
-    """Completions per task (one GRPO group)."""
-    temperature: float = 1.0
+    """The GRPO learning rate; default 1e-4 under 10 M parameters, 1e-5 above."""
+    batch: int = 16
+    """Episodes per GRPO step."""
+    generations: int = 8
+    """Episodes per task (one GRPO group): a sparse reward needs several for a group to differ."""
+    temperature: float = 0.7
+    """The sampling temperature of GRPO's episodes and of every measurement."""
     max_completion_length: int = 512
     """The most tokens per episode after the prompt (sampled and tool results)."""
     max_turns: int | None = None
@@ -225,7 +227,9 @@ def measure(
     tools = tool_schemas(source.tools())
     rubric = source.grader()
     config = EpisodeConfig(
-        sampling=SamplingParams(max_tokens=max_completion_length, temperature=temperature, stop_token_ids=(tokenizer.eos_token_id,)),
+        sampling=SamplingParams(
+            max_tokens=max_completion_length, temperature=temperature, stop_token_ids=(tokenizer.eos_token_id,)
+        ),
         max_turns=max_turns,
         max_completion_tokens=max_completion_length,
     )
@@ -324,8 +328,8 @@ def train_env(config: TrainEnvConfig, *, console: Any | None = None) -> TrainEnv
         f"loaded in {timings['load']:.0f} s"
     )
     small = sum(p.numel() for p in model.parameters()) < 10_000_000
-    warmup_lr = config.warmup_lr if config.warmup_lr is not None else (3e-3 if small else 3e-5)
-    grpo_lr = config.grpo_lr if config.grpo_lr is not None else (1e-3 if small else 1e-6)
+    warmup_lr = config.warmup_lr if config.warmup_lr is not None else (1e-2 if small else 5e-5)
+    grpo_lr = config.grpo_lr if config.grpo_lr is not None else (1e-4 if small else 1e-5)
     report = TrainEnvReport(
         env=str(config.env_dir), model=config.model, device=device if device == "cpu" else torch.cuda.get_device_name(),
         oracle=oracle_name, oracle_episodes=len(train), oracle_mean_reward=oracle_reward,
@@ -353,14 +357,18 @@ def train_env(config: TrainEnvConfig, *, console: Any | None = None) -> TrainEnv
         from openenv_sdk.evaluation import chat_messages
 
         examples = [assistant_labels(tokenizer, chat_messages(r.messages), tools=r.tools) for r in train]
-        console.print(f"[bold]2/4 warm-up[/] {config.warmup_steps} SFT steps on {len(examples)} oracle episodes (lr {warmup_lr:g})")
+        console.print(
+            f"[bold]2/4 warm-up[/] {config.warmup_steps} SFT steps on {len(examples)} oracle episodes (lr {warmup_lr:g})"
+        )
         report.warmup_losses = _warm_up(model, tokenizer, examples, config, warmup_lr, console, sft_warmup)
         timings["warmup"] = time.monotonic() - t0
         measured("after warm-up")
 
         # 3. GRPO.
         t0 = time.monotonic()
-        console.print(f"[bold]3/4 GRPO[/] {config.grpo_steps} steps of {config.batch} episodes ({config.generations} a task, lr {grpo_lr:g})")
+        console.print(
+            f"[bold]3/4 GRPO[/] {config.grpo_steps} steps of {config.batch} episodes ({config.generations} a task, lr {grpo_lr:g})"
+        )
         if config.grpo_steps:
             report.grpo_steps, rollouts = _grpo(model, tokenizer, source, train, config, grpo_lr, device, max_turns, console)
         timings["grpo"] = time.monotonic() - t0
@@ -391,12 +399,16 @@ def _warm_up(
                   TimeElapsedColumn(), console=console, transient=False) as progress:  # fmt: skip
         task = progress.add_task("sft", total=config.warmup_steps, loss="-")
 
+        every = max(1, config.warmup_steps // 5)
+
         def on_step(step: int, loss: float) -> None:
             progress.update(task, completed=step, loss=f"{loss:.3f}")
+            if not console.is_terminal and step % every == 0:  # a log file sees no bar until the end
+                console.print(f"      SFT step {step}/{config.warmup_steps}: loss {loss:.3f}")
 
         losses: list[float] = sft_warmup(
             model, tokenizer, examples, steps=config.warmup_steps, lr=lr, batch_size=config.warmup_batch,
-            seed=config.seed, max_grad_norm=1.0, on_step=on_step,
+            seed=config.seed, max_grad_norm=1.0, lr_decay=True, on_step=on_step,
         )  # fmt: skip
     if losses:
         console.print(f"      loss {losses[0]:.3f} -> {losses[-1]:.3f}")
@@ -484,7 +496,9 @@ def _print_summary(report: TrainEnvReport, console: Any, out: Path) -> None:
     for column in ("stage", "tool-call rate", "mean reward", "tool calls / episode", "seconds"):
         table.add_column(column, justify="left" if column == "stage" else "right")
     for m in report.measurements:
-        table.add_row(m.stage, f"{m.tool_call_rate:.2f}", f"{m.mean_reward:.3f}", f"{m.tool_calls_per_episode:.1f}", f"{m.seconds:.0f}")
+        table.add_row(
+            m.stage, f"{m.tool_call_rate:.2f}", f"{m.mean_reward:.3f}", f"{m.tool_calls_per_episode:.1f}", f"{m.seconds:.0f}"
+        )
     console.print(table)
     s = report.seconds
     console.print(
@@ -502,8 +516,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("env_dir", type=Path, help="the environment folder (holds openenv.yaml)")
     parser.add_argument("--out", type=Path, default=defaults["out"].default, help="output folder (default: %(default)s)")
     parser.add_argument("--model", default="tiny", help="tiny (CPU), smollm2 (GPU), or a save_pretrained folder")
-    parser.add_argument("--policy", default=None, help="the oracle as scripted:FILE.py:FUNCTION (default: the manifest's oracle:)")
-    parser.add_argument("--episodes", type=Path, default=None, help="warm up on an `openenv collect -o DIR` output instead of collecting")
+    parser.add_argument(
+        "--policy", default=None, help="the oracle as scripted:FILE.py:FUNCTION (default: the manifest's oracle:)"
+    )
+    parser.add_argument(
+        "--episodes", type=Path, default=None, help="warm up on an `openenv collect -o DIR` output instead of collecting"
+    )
     for name, help_text in (
         ("oracle_episodes", "oracle episodes to warm up on"),
         ("eval_episodes", "held-out tasks each measurement plays"),
@@ -515,11 +533,19 @@ def build_parser() -> argparse.ArgumentParser:
         ("max_completion_length", "the most tokens per episode after the prompt"),
         ("seed", "seeds the warm-up, the sampling and GRPO"),
     ):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=defaults[name].default, help=f"{help_text} (default: %(default)s)")
-    parser.add_argument("--max-turns", type=int, default=None, help="the most assistant turns per episode (default: openenv eval's)")
-    parser.add_argument("--warmup-lr", type=float, default=None, help="SFT learning rate (default: 3e-3 under 10 M parameters, 3e-5 above)")
-    parser.add_argument("--grpo-lr", type=float, default=None, help="GRPO learning rate (default: 1e-3 under 10 M parameters, 1e-6 above)")
-    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: %(default)s)")
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", type=int, default=defaults[name].default, help=f"{help_text} (default: %(default)s)"
+        )
+    parser.add_argument(
+        "--max-turns", type=int, default=None, help="the most assistant turns per episode (default: openenv eval's)"
+    )
+    parser.add_argument(
+        "--warmup-lr", type=float, default=None, help="SFT learning rate (default: 1e-2 under 10 M parameters, 5e-5 above)"
+    )
+    parser.add_argument(
+        "--grpo-lr", type=float, default=None, help="GRPO learning rate (default: 1e-4 under 10 M parameters, 1e-5 above)"
+    )
+    parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: %(default)s)")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even where a GPU is")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: 1)")
     parser.add_argument("--cache-dir", type=Path, default=None, help="where the tiny model and SmolLM2 are cached")

@@ -22,7 +22,9 @@ from typing import Any
 __all__ = ["assistant_labels", "sft_warmup"]
 
 
-def _render(tokenizer: Any, messages: Sequence[Mapping[str, Any]], tools: list[Any] | None, *, generation_prompt: bool) -> list[int]:
+def _render(
+    tokenizer: Any, messages: Sequence[Mapping[str, Any]], tools: list[Any] | None, *, generation_prompt: bool
+) -> list[int]:
     ids = tokenizer.apply_chat_template(
         list(messages), tools=tools, tokenize=True, return_dict=False, add_generation_prompt=generation_prompt
     )
@@ -82,6 +84,7 @@ def sft_warmup(
     batch_size: int = 8,
     seed: int = 0,
     max_grad_norm: float | None = None,
+    lr_decay: bool = False,
     on_step: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """`steps` AdamW steps on random batches of `(input_ids, labels)`; returns the losses.
@@ -97,6 +100,8 @@ def sft_warmup(
         seed: seeds the batches.
         max_grad_norm: clip the gradients to this norm (a high learning rate on a few examples
             may spike); None does not clip.
+        lr_decay: decay the learning rate linearly to 0 over the steps (a short run at a high
+            rate then ends on a settled model rather than on its last noisy step).
         on_step: called after each step with (step, loss), for progress.
 
     Raises:
@@ -111,6 +116,7 @@ def sft_warmup(
     rng = random.Random(seed)
     device = next(model.parameters()).device
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / steps if lr_decay else 1.0)
     model.train()
     losses = []
     for step in range(steps):
@@ -128,6 +134,7 @@ def sft_warmup(
         if max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
+        schedule.step()
         optimizer.zero_grad()
         losses.append(loss.item())
         if on_step is not None:
