@@ -97,7 +97,7 @@ def build_image(
     manifest = load_manifest(folder)
     raw = yaml.safe_load((folder / MANIFEST_FILENAME).read_text(encoding="utf-8"))
     image_tag = tag or default_tag(manifest.name)
-    out = console or Console(stderr=True, highlight=False)
+    out = console or _stderr_console()
     custom = find_dockerfile(folder)
     if custom is None:
         _check_server_entry(manifest)
@@ -110,7 +110,7 @@ def build_image(
     try:
         if custom is not None:
             if output != "quiet":
-                out.print(f"building {image_tag} from {custom}")
+                out.print(f"building {image_tag} from {custom}", markup=False, highlight=False)
             run_build(
                 client,
                 context_dir=folder,
@@ -159,7 +159,7 @@ def _build_generated(
     console: Console,
 ) -> None:
     if output != "quiet":
-        console.print(f"building {tag} from {folder} on {base_image} (generated Dockerfile)")
+        console.print(f"building {tag} from {folder} on {base_image} (generated Dockerfile)", markup=False, highlight=False)
     with console.status("preparing wheels on the host", spinner="dots"):
         sdk = sdk_wheel_path or sdk_wheel(timeout_s=timeout_s)
         deps = dependency_wheels(
@@ -213,6 +213,12 @@ def build_labels_from_env(environ: dict[str, str] | None = None) -> dict[str, st
             raise ValueError(f"${BUILD_LABELS_ENV}: {item!r} is not KEY=VALUE (items are separated by commas)")
         labels[key.strip()] = value.strip()
     return labels
+
+
+def _stderr_console() -> Console:
+    out = Console(stderr=True, highlight=False)
+    out.soft_wrap = not out.is_terminal  # a log file or a pipe keeps whole lines
+    return out
 
 
 def default_tag(name: str) -> str:

@@ -17,6 +17,10 @@ from rich.markup import escape
 
 console = Console(stderr=False, highlight=False)
 err_console = Console(stderr=True, highlight=False)
+# Not a terminal (a CI log, a pipe, a file): lines are kept whole, never wrapped at rich's
+# default 80 columns, so that a path or a log line can be searched for as it was printed.
+for _sink in (console, err_console):
+    _sink.soft_wrap = not _sink.is_terminal
 
 __all__ = ["console", "debug_enabled", "err_console", "escape", "fail", "print_json", "say"]
 

@@ -121,12 +121,18 @@ def _show(out: Console, status: Any, line: str, started: float, output: BuildOut
     if step:
         number, total, instruction = step.groups()
         instruction = " ".join(instruction.split())
-        out.print(f"{elapsed} [cyan]step {number}/{total}[/] {escape(instruction)}", no_wrap=True, overflow="ellipsis")
+        out.print(f"{elapsed} [cyan]step {number}/{total}[/] {escape(instruction)}", **_fit(out))
         status.update(f"building {escape(tag)}: step {number}/{total}")
     elif output == "full":
-        out.print(f"{elapsed}   {escape(line)}", no_wrap=True, overflow="ellipsis")
+        out.print(f"{elapsed}   {escape(line)}", **_fit(out))
     else:
         status.update(f"building {escape(tag)}: {escape(line[:100])}")
+
+
+def _fit(out: Console) -> dict[str, Any]:
+    """On a terminal a log line is cut to the width (one line each); in a log file or a pipe it
+    is kept whole, on one line (rich's 80 columns would cut it)."""
+    return {"no_wrap": True, "overflow": "ellipsis"} if out.is_terminal else {"soft_wrap": True}
 
 
 def _failure(tag: str, reason: str, tail: deque[str], started: float) -> str:

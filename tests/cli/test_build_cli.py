@@ -115,3 +115,26 @@ def test_a_failing_build_step_is_one_line_with_the_log_tail(tmp_path: Path) -> N
     assert "Error:" in result.stderr and "Traceback" not in result.output
     assert "about-to-fail" in result.stderr
     gc.collect()
+
+
+@requires_engine
+def test_a_piped_build_log_keeps_brackets_and_whole_lines(tmp_path: Path) -> None:
+    """Not a terminal (CI's log, `| tee`): no markup is read from paths or log lines, and no line
+    is cut at rich's default 80 columns."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "[x]piped"
+    folder.mkdir()
+    (folder / "openenv.yaml").write_text("name: piped\nport: 8000\n")
+    long_word = "w" * 150
+    (folder / "Dockerfile").write_text(f'FROM {TEST_BASE_IMAGE}\nRUN echo "[bold]kept[/] {long_word}"\nCMD ["true"]\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "openenv_sdk.cli.main", "build", str(folder), "--tag", "openenv-test-piped:latest", "--log", "full"],
+        capture_output=True, text=True, timeout=600, env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+    )
+    assert result.returncode == 0, result.stderr
+    log = result.stderr + result.stdout
+    assert f"from {folder / 'Dockerfile'}" in log
+    assert f"[bold]kept[/] {long_word}" in log
+    assert "…" not in log
