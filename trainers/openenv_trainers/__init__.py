@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .episode import EpisodeConfig, EpisodeResult, run_episode
     from .errors import (
         AccountingError,
+        AgentFailed,
         EpisodeError,
         EpisodeTimeout,
         GenerationError,
@@ -55,6 +56,7 @@ _EXPORTS = {
     "EnvSource": ".sources",
     "EnvironmentFactory": ".trl_env",
     "EpisodeConfig": ".episode",
+    "AgentFailed": ".errors",
     "EpisodeError": ".errors",
     "EpisodeResult": ".episode",
     "EpisodeTimeout": ".errors",
@@ -93,6 +95,7 @@ __all__ = [
     "EnvSource",
     "EnvironmentFactory",
     "EpisodeConfig",
+    "AgentFailed",
     "EpisodeError",
     "EpisodeResult",
     "EpisodeTimeout",

@@ -6,6 +6,7 @@
     │   └── ServerCompatibilityError   the completions server lacks what training needs (token ids, processed logprobs)
     ├── AccountingError            the chat template cannot extend a conversation token by token
     ├── EpisodeError               one episode failed (its environment, its tools, or its time limit)
+    │   ├── AgentFailed            an intercepted agent failed before its first model call (carries `agent_run`)
     │   └── EpisodeTimeout
     └── WorkerError                the rollout worker stopped producing
         ├── WorkerStuck            nothing produced for too long while episodes are in flight
@@ -17,8 +18,11 @@ and the episode goes on (it is counted in the `tools/errors` metric).
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AccountingError",
+    "AgentFailed",
     "EpisodeError",
     "EpisodeTimeout",
     "GenerationError",
@@ -61,6 +65,15 @@ class AccountingError(TrainerError):
 
 class EpisodeError(TrainerError):
     """One episode failed: its environment could not be reset, graded or reached."""
+
+
+class AgentFailed(EpisodeError):
+    """An intercepted agent failed (non-zero exit, timeout) before its first model call: nothing
+    to train on, and not the policy's doing. `agent_run` is what the environment reported."""
+
+    def __init__(self, message: str, *, agent_run: Any) -> None:
+        super().__init__(message)
+        self.agent_run = agent_run
 
 
 class EpisodeTimeout(EpisodeError):

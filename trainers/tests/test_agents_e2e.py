@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from openenv_trainers.errors import AgentFailed
 
 from .conftest import REPO
 from .tokens import mask_runs
@@ -181,9 +182,12 @@ def test_pi_installs_in_the_sandbox_reaching_only_the_npm_registry(tokenizer: An
     probe = demo.AGENTS["pi"].spec.model_copy(
         update={"name": "egress-probe", "install": "curl -sS -m 10 -o /dev/null https://pypi.org/simple/ && echo REACHED", "run": "true"}
     )
-    blocked = demo.run_task(demo.Agent(probe, "chat", demo.AGENTS["pi"].shell_call), "count_log_files", tokenizer=tokenizer, preinstalled=False)
-    assert blocked.result.agent_run is not None and blocked.result.agent_run.install_exit_code not in (0, None)
-    assert "REACHED" not in blocked.result.agent_run.stdout_tail
+    # A failed install is the agent's failure before any model call: an episode error, not a reward.
+    with pytest.raises(AgentFailed) as failed:
+        demo.run_task(demo.Agent(probe, "chat", demo.AGENTS["pi"].shell_call), "count_log_files", tokenizer=tokenizer, preinstalled=False)
+    blocked = failed.value.agent_run
+    assert blocked.install_exit_code not in (0, None) and blocked.exit_code == blocked.install_exit_code
+    assert "REACHED" not in blocked.stdout_tail
 
 
 @pytest.mark.timeout(900)

@@ -9,6 +9,7 @@ import openenv_trainers
 
 EXPECTED = [
     "AccountingError",
+    "AgentFailed",
     "Completion",
     "CompletionsClient",
     "EnvRolloutFunc",

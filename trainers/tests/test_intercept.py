@@ -267,6 +267,19 @@ def test_calls_past_the_budget_are_refused_and_the_episode_is_truncated(
     assert "model calls are spent" in result.agent_run.stderr_tail
 
 
+def test_an_agent_that_fails_before_its_first_call_is_an_episode_error_not_a_reward(
+    server: InterceptionServer, backend: Any, tokenizer: Any, grader: Any
+) -> None:
+    # What a missing runtime looks like (Pi without node on the GPU host exited 127): no row to
+    # train on, so no reward either; the worker counts it as a failed episode.
+    from openenv_trainers.errors import AgentFailed
+
+    broken = AgentSpec(name="broken-agent", run="echo 'node: not found' >&2; exit 127", timeout_s=60.0)
+    with pytest.raises(AgentFailed, match="status 127 before its first model call: node: not found") as failed:
+        _episode(server, backend, tokenizer, grader, _config(broken))
+    assert failed.value.agent_run.exit_code == 127 and not failed.value.agent_run.timed_out
+
+
 def test_an_agent_with_a_wrong_secret_is_refused(server: InterceptionServer) -> None:
     rollout = server.open_rollout()
     try:

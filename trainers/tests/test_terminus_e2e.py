@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from openenv_trainers.errors import AgentFailed
 from openenv_trainers.generation.base import SamplingParams
 from openenv_trainers.intercept import ScriptedBackend
 from openenv_trainers.intercept.episode import AgentEpisodeConfig, AgentEpisodeResult, run_agent_episode
@@ -176,11 +177,11 @@ def test_without_python_312_in_the_sandbox_the_install_says_so(tokenizer: Any) -
     """Installed in the sandbox itself, where the image's only Python >= 3.12 (pyenv's, under
     /root) is not visible: the install fails at once with a message naming what is missing, and
     no model call is made."""
-    result, _, requests = run_terminus("count_log_files", lambda prompt: DONE, tokenizer, preinstalled=False)
-    run = result.agent_run
+    with pytest.raises(AgentFailed, match="before its first model call") as failed:
+        run_terminus("count_log_files", lambda prompt: DONE, tokenizer, preinstalled=False)
+    run = failed.value.agent_run
     assert run is not None and run.install_exit_code == 127, run
     assert "needs Python >= 3.12" in run.stderr_tail, run
-    assert requests == [] and result.model_calls == 0
 
 
 @pytest.mark.timeout(300)

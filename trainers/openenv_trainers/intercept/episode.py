@@ -39,7 +39,7 @@ from openenv_sdk.rubric import agrade
 from ..accounting import TokenLedger
 from ..chat import parse_assistant
 from ..episode import EpisodeResult, Segment
-from ..errors import AccountingError, EpisodeError, GenerationError
+from ..errors import AccountingError, AgentFailed, EpisodeError, GenerationError
 from ..generation.base import GenerationBackend, SamplingParams, check_completion
 from .messages import normalize_messages, normalize_tools
 from .server import InterceptedRequest, InterceptionServer
@@ -256,6 +256,7 @@ async def run_agent_episode(
         openenv_sdk.errors.OpenEnvError: the environment failed (reset, `run_agent`, grading).
         GenerationError: the backend failed or returned unusable logprobs.
         EpisodeError: the agent's run did not report back within its limit and the margin.
+        AgentFailed: the agent failed (non-zero exit, timeout) before its first model call.
     """
     started = time.monotonic()
     env_s = 0.0
@@ -315,6 +316,16 @@ async def run_agent_episode(
     # The agent's run, less the time its calls waited for the policy (the agent's own work counts).
     env_s += time.monotonic() - agent_started - (recorder.generation_s if recorder else 0.0)
     agent_run = AgentRun.model_validate(reply) if isinstance(reply, Mapping) else None
+    if recorder is not None and recorder.calls == 0 and agent_run is not None and not agent_run.ok:
+        # An agent that failed before its first model call (not installed, no node, a crash at
+        # start) gives no row to train on; graded, it would be a reward of 0 for the policy's
+        # "behaviour" and the trainer would wait for rows that never come. It is a failure.
+        tail = (agent_run.stderr_tail or agent_run.stdout_tail)[-600:]
+        raise AgentFailed(
+            f"the agent {agent_run.agent!r} exited with status {agent_run.exit_code}"
+            f"{' (timed out)' if agent_run.timed_out else ''} before its first model call: {tail}",
+            agent_run=agent_run,
+        )
     t0 = time.monotonic()
     score = await agrade(rubric, session)
     env_s += time.monotonic() - t0
