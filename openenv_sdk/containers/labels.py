@@ -14,6 +14,7 @@ from typing import Any
 from openenv_sdk.manifest import Manifest
 
 __all__ = [
+    "LABEL_IMAGE",
     "LABEL_MANAGED",
     "LABEL_MANIFEST",
     "LABEL_NAME",
@@ -32,6 +33,7 @@ LABEL_PORT = "org.openenv.port"
 LABEL_SDK_VERSION = "org.openenv.sdk-version"
 LABEL_MANAGED = "org.openenv.managed"  # on containers started by a provider
 LABEL_OWNER_PID = "org.openenv.owner-pid"  # on containers started by a provider: the process that started it
+LABEL_IMAGE = "org.openenv.image"  # on containers started by a provider: the image as it was asked for
 
 
 def image_labels(manifest_data: Mapping[str, Any], manifest: Manifest, *, sdk_version: str) -> dict[str, str]:

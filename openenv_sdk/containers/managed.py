@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from openenv_sdk.containers.labels import LABEL_MANAGED, LABEL_NAME, LABEL_OWNER_PID
+from openenv_sdk.containers.labels import LABEL_IMAGE, LABEL_MANAGED, LABEL_NAME, LABEL_OWNER_PID
 
 if TYPE_CHECKING:
     import docker
@@ -34,7 +34,7 @@ class ManagedContainer(BaseModel):
     """The engine's container id (12 characters)."""
     name: str
     image: str
-    """The image's first tag (or id)."""
+    """The image as its provider was asked for it (else the engine's name for it)."""
     environment: str | None
     """The environment's name (the image's `org.openenv.name` label), when it has one."""
     status: str
@@ -72,7 +72,7 @@ def list_managed(engine: docker.DockerClient, *, labels: Mapping[str, str] | Non
         tags = container.attrs.get("Config", {}).get("Labels") or {}
         owner = tags.get(LABEL_OWNER_PID, "")
         owner_pid = int(owner) if owner.isdigit() else None
-        image_name = container.attrs.get("Config", {}).get("Image") or container.attrs.get("Image", "")
+        image_name = tags.get(LABEL_IMAGE) or container.attrs.get("Config", {}).get("Image") or container.attrs.get("Image", "")
         found.append(
             (
                 container.attrs.get("Created", ""),

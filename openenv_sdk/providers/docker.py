@@ -71,7 +71,14 @@ from openenv_sdk.containers.errors import (
     ContainerRunError,
     StartupTimeoutError,
 )
-from openenv_sdk.containers.labels import LABEL_MANAGED, LABEL_MANIFEST, LABEL_OWNER_PID, LABEL_PORT, manifest_from_labels
+from openenv_sdk.containers.labels import (
+    LABEL_IMAGE,
+    LABEL_MANAGED,
+    LABEL_MANIFEST,
+    LABEL_OWNER_PID,
+    LABEL_PORT,
+    manifest_from_labels,
+)
 from openenv_sdk.manifest import Manifest, parse_memory_size
 from openenv_sdk.providers.base import Provider
 from openenv_sdk.providers.health import wait_for_health
@@ -314,7 +321,8 @@ class DockerProvider(Provider):
             environment = {**_sandbox_uid_env(engine), **environment}  # the caller's own range wins
         options: dict[str, Any] = {
             "name": self._name or f"openenv-{_slug(self.image)}-{uuid.uuid4().hex[:8]}",
-            "labels": {LABEL_MANAGED: "1", LABEL_OWNER_PID: str(os.getpid())},
+            # run by id (below), so the engine would report one of the image's tags, not the one asked for
+            "labels": {LABEL_MANAGED: "1", LABEL_OWNER_PID: str(os.getpid()), LABEL_IMAGE: self.image},
             "environment": environment,
             "mem_limit": parse_memory_size(self._mem_limit or manifest.resources.memory),
             "nano_cpus": int(cpus * 1e9),

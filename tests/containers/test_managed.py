@@ -57,11 +57,12 @@ def killed_owner(engine, probe_image: str) -> Iterator[int]:
         container.remove(force=True)  # only if the test failed before its clean
 
 
-def test_a_killed_owners_container_is_listed_orphaned_and_cleaned(killed_owner: int) -> None:
+def test_a_killed_owners_container_is_listed_orphaned_and_cleaned(killed_owner: int, probe_image: str) -> None:
     only_it = ["--label", f"{LABEL_OWNER_PID}={killed_owner}"]
     [listed] = _cli("list", *only_it)["containers"]
     assert (listed["owner_pid"], listed["orphaned"], listed["status"]) == (killed_owner, True, "running")
     assert listed["environment"] == "probe"
+    assert listed["image"] == probe_image  # as asked for, not another tag of the same image
     assert _cli("clean", "--dry-run", *only_it) == {"removed": [], "would_remove": [listed["id"]], "kept": []}
     assert _cli("list", *only_it)["containers"] != []
     assert _cli("clean", *only_it) == {"removed": [listed["id"]], "would_remove": [], "kept": []}
