@@ -33,6 +33,9 @@ class ChurnConfig:
     timeout_s: float
     reset_frame: str
     step_frame: str
+    hold: bool = True
+    """Each session waits after its reset until every session of this worker has reset (or
+    failed), so that all are open at once before any steps; False: each steps at once."""
 
 
 @dataclasses.dataclass
@@ -85,10 +88,31 @@ async def _churn(cfg: ChurnConfig, out: Any) -> tuple[int, int, float, float, di
     gate = asyncio.Semaphore(cfg.connect_parallelism)
     errors: Counter[str] = Counter()
     tally = [0, 0]  # sessions ended (either way), steps answered
+    opened = [0]  # sessions reset, or failed before it
+    all_open = asyncio.Event()
+
+    def one_open() -> None:
+        opened[0] += 1
+        if opened[0] == cfg.sessions:
+            all_open.set()
+
+    async def hold(mine: list[bool]) -> None:
+        mine[0] = True
+        one_open()
+        if cfg.hold:
+            await all_open.wait()
     raw_reset = RawWebSocket.frame(0x1, cfg.reset_frame.encode())
     raw_step = RawWebSocket.frame(0x1, cfg.step_frame.encode())
 
     async def episode() -> int:
+        mine = [False]  # this session counted among the open ones
+        try:
+            return await steps_of(mine)
+        finally:
+            if not mine[0]:  # it failed before its reset ended: the others need not wait for it
+                one_open()
+
+    async def steps_of(mine: list[bool]) -> int:
         steps = 0
         async with gate:  # the connection's opening, as a client fleet would pace it
             if cfg.client == "raw":
@@ -100,6 +124,7 @@ async def _churn(cfg: ChurnConfig, out: Any) -> tuple[int, int, float, float, di
         try:
             if cfg.client == "raw":
                 reply = await conn.request(raw_reset, cfg.timeout_s)
+                await hold(mine)
                 for _ in range(cfg.steps):
                     reply = await conn.request(raw_step, cfg.timeout_s)
                     if b"observation" not in reply[:40]:
@@ -109,6 +134,7 @@ async def _churn(cfg: ChurnConfig, out: Any) -> tuple[int, int, float, float, di
             else:
                 await conn.send(cfg.reset_frame)
                 await asyncio.wait_for(conn.recv(), cfg.timeout_s)
+                await hold(mine)
                 for _ in range(cfg.steps):
                     await conn.send(cfg.step_frame)
                     reply = await asyncio.wait_for(conn.recv(), cfg.timeout_s)

@@ -1152,7 +1152,7 @@ def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnRes
             cfg = ChurnConfig(
                 url=server.ws_url, sessions=share, steps=args.steps_per_session, client=client,
                 connect_parallelism=args.connect_parallelism, timeout_s=args.step_timeout,
-                reset_frame=RESET_FRAME, step_frame=STEP_FRAME,
+                reset_frame=RESET_FRAME, step_frame=STEP_FRAME, hold=not args.churn_paced,
             )  # fmt: skip
             w = ctx.Process(target=churn_worker, args=(cfg, out), daemon=True)
             w.start()
@@ -1275,7 +1275,10 @@ def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args
         "",
         f"`python benchmarks/bench_echo.py {args.churn_command}`: "
         f"{args.churn:,} WebSocket sessions at once, each connects, resets, steps "
-        f"{args.steps_per_session} times and closes (openings paced {args.connect_parallelism} at a time, {args.churn_client_procs} client process(es)), "
+        f"{args.steps_per_session} times and closes (openings paced {args.connect_parallelism} at a time, {args.churn_client_procs} client process(es); "
+        + ("each steps as soon as it has reset" if args.churn_paced else
+           f"all {args.churn:,} open and reset before any steps, so every server holds them all at once")
+        + "), "
         f"against a fresh server per row, the servers taking turns within each round ({args.churn_rounds} round(s)); "
         f"`bare-ws` is `benchmarks/bare_ws_echo_server.py`"
         + (f", `ours-before` our server from `{args.baseline_label}`" if args.baseline_src else "")
@@ -1471,6 +1474,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--churn-client-procs", type=int, default=1, help="client processes for --churn")
     p.add_argument("--churn-rounds", type=int, default=1, help="rounds of --churn, the servers taking turns in each")
+    p.add_argument(
+        "--churn-paced",
+        action="store_true",
+        help="each --churn session steps as soon as it has reset (by default all N are open, reset, before any steps: "
+        "N at once on every server, however fast it answers)",
+    )
     p.add_argument(
         "--baseline-src",
         type=Path,
