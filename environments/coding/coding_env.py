@@ -43,7 +43,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk import Action, Environment, Observation, State, ToolErrorType, ToolFailure, orchestrator, tool
 from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_BYTES, check_solution_file, run_hidden_tests
@@ -243,7 +243,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         self._begin()
         size = len(content.encode("utf-8"))
         if size > MAX_FILE_BYTES:
-            raise ValueError(f"content is {size} bytes; files are limited to {MAX_FILE_BYTES} bytes")
+            raise ToolFailure(f"content is {size} bytes; files are limited to {MAX_FILE_BYTES} bytes", error_type=ToolErrorType.INVALID_ARGS)
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
         result = self._run(["/bin/sh", "-c", script, "write_file", path], stdin=content)
         return f"Wrote {size} bytes to {path}." if result.exit_code == 0 else result.render()
@@ -434,14 +434,14 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
 
     def _require_episode(self) -> tuple[Task, Sandbox]:
         if self._task is None or self._sandbox is None:
-            raise RuntimeError("no episode: call reset() first")
+            raise ToolFailure("no episode: the orchestrator has not called reset yet")
         return self._task, self._sandbox
 
     def _begin(self) -> None:
         """Checks before each tool: an episode is running and not over."""
         self._require_episode()
         if self.episode_done:
-            raise RuntimeError("the episode is over (you submitted); nothing more can be done")
+            raise ToolFailure("the episode is over (you submitted); nothing more can be done")
         self.state.tool_calls += 1
 
     def _new_session(self, task: Task) -> Sandbox:
@@ -469,7 +469,7 @@ class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, Coding
         """The session sandbox's limits (the manifest's), with a tool's shorter timeout or its own output cap."""
         _, sandbox = self._require_episode()
         if timeout_s is not None and timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+            raise ToolFailure(f"timeout_s must be positive, got {timeout_s}", error_type=ToolErrorType.INVALID_ARGS)
         limits = sandbox.limits
         return limits.model_copy(update={
             "timeout_s": min(timeout_s or limits.timeout_s, limits.timeout_s),

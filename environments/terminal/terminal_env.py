@@ -48,7 +48,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field
 
-from openenv_sdk import Action, Environment, Observation, State, orchestrator, tool
+from openenv_sdk import Action, Environment, Observation, State, ToolErrorType, ToolFailure, orchestrator, tool
 from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading import program_runs, trusted_git
@@ -402,7 +402,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         tmp = sandbox.make_dir("tmp")
         (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
         _give_contents(sandbox, home)
-        self._mounts = _account_files(sandbox, home)
+        self._mounts = _account_files(sandbox, home) + _image_mounts(task)
         if task.workdir:
             self._mounts.append(Mount(source=sandbox.workspace, target=Path(task.workdir), writable=True))
         if _shows_tmp(sandbox):
@@ -451,16 +451,17 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         """
         self._check_playing()
         if len(command.encode()) > MAX_COMMAND_BYTES:
-            raise ValueError(
+            raise ToolFailure(
                 f"the command is {len(command.encode())} bytes; the limit is {MAX_COMMAND_BYTES}. "
-                f"Write long content with write_file."
+                f"Write long content with write_file.",
+                error_type=ToolErrorType.INVALID_ARGS,
             )
         if "\0" in command:
-            raise ValueError("the command contains a NUL character")
+            raise ToolFailure("the command contains a NUL character", error_type=ToolErrorType.INVALID_ARGS)
         limit_s = sandbox_settings().command_timeout_s
         if timeout_s is not None:
             if not timeout_s > 0:
-                raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+                raise ToolFailure(f"timeout_s must be positive, got {timeout_s}", error_type=ToolErrorType.INVALID_ARGS)
             limit_s = min(timeout_s, limit_s)
         self.state.commands += 1
         return self._run(command, timeout_s=limit_s).render()
@@ -476,7 +477,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         self.state.commands += 1
         result = self._run(READ_FILE, args=[path])
         if result.exit_code != 0:
-            raise ValueError(f"cannot read {path!r}: {result.stderr.strip() or result.render()}")
+            raise ToolFailure(f"cannot read {path!r}: {result.stderr.strip() or result.render()}")
         return result.stdout
 
     @tool
@@ -491,7 +492,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
         self.state.commands += 1
         result = self._run(WRITE_FILE, args=[path], stdin=content)
         if result.exit_code != 0:
-            raise ValueError(f"cannot write {path!r}: {result.stderr.strip() or result.render()}")
+            raise ToolFailure(f"cannot write {path!r}: {result.stderr.strip() or result.render()}")
         return f"wrote {len(content.encode())} bytes to {path}"
 
     @tool
@@ -580,6 +581,7 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             Mount(source=home, writable=True),
             Mount(source=tmp, writable=True),
             Mount(source=SDK_DIR, writable=False),
+            *_image_mounts(task),
         ]
         if task.workdir:
             mounts.append(Mount(source=grader.workspace, target=workspace, writable=True))
@@ -617,6 +619,8 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             folders=[
                 Mount(source=grader.workspace, target=workspace, writable=True),
                 Mount(source=scratch, writable=True),
+                # the image's folders after (the first is HOME), but for one holding the workspace
+                *[m for m in _image_mounts(task) if not workspace.is_relative_to(m.source)],
             ],
             max_timeout_s=PROGRAM_TIMEOUT_S,
         )
@@ -680,9 +684,9 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
 
     def _check_playing(self) -> None:
         if self._sandbox is None:
-            raise ValueError("no episode: the orchestrator has not called reset yet")
+            raise ToolFailure("no episode: the orchestrator has not called reset yet")
         if self.episode_done:
-            raise ValueError("the episode is over (submitted); nothing more runs until the next reset")
+            raise ToolFailure("the episode is over (submitted); nothing more runs until the next reset")
 
     def _run(
         self,
@@ -749,6 +753,24 @@ class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, Te
             f"- submit(): say you are done (the episode ends).\n"
             f"Nothing is interactive: stdin is empty, and git uses no editor or pager."
         )
+
+
+IMAGE_TOP_SKIPPED = frozenset({"proc", "sys", "dev", "tmp", "run", "var", "root", "boot", "env", "lost+found",
+                               "usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"})  # fmt: skip
+"""Top-level folders of a task's own image not shown by `_image_mounts`: the system (bound already),
+the server's own (`/env`, `/root`, `/run`), the kernel's, and `/var` (its `tmp/` holds the sessions)."""
+IMAGE_VAR_DIRS = ("lib", "www", "log", "opt", "cache", "spool", "mail", "backups")
+
+
+def _image_mounts(task: TerminalTask) -> list[Mount]:
+    """In a task's own image: what its Dockerfile may have put beside the system (`/opt`, `/srv`,
+    `/home`, `/data`, `/var/lib`, ...), read-only, for the agent's commands, the check and the
+    programs it runs; the workspace is mounted over its `workdir`."""
+    if not task.image:
+        return []
+    folders = [p for p in sorted(Path("/").iterdir()) if p.name not in IMAGE_TOP_SKIPPED]
+    folders += [Path("/var", name) for name in IMAGE_VAR_DIRS]
+    return [Mount(source=p) for p in folders if p.is_dir() and not p.is_symlink()]
 
 
 def _image_env() -> dict[str, str]:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from coding_support import AS_ROOT, CODING_DIR, coding_env, coding_grader, reference
 
+from openenv_sdk import ToolFailure
 from openenv_sdk.manifest import load_manifest
 
 CodingEnvironment = coding_env.CodingEnvironment
@@ -212,7 +213,7 @@ def test_a_workdir_closed_to_others_still_works(env: Any, tmp_path: Path, monkey
 
 
 def test_tools_need_an_episode(env: Any) -> None:
-    with pytest.raises(RuntimeError, match="call reset"):
+    with pytest.raises(ToolFailure, match="has not called reset"):
         env.run_shell("true")
 
 
@@ -237,7 +238,7 @@ def test_read_file_cuts_long_files(env: Any) -> None:
 
 def test_write_file_refuses_huge_content(env: Any) -> None:
     env.reset(task_id="fizzbuzz")
-    with pytest.raises(ValueError, match="limited to 1048576 bytes"):
+    with pytest.raises(ToolFailure, match="limited to 1048576 bytes"):
         env.write_file("x", "z" * (coding_env.MAX_FILE_BYTES + 1))
 
 
@@ -263,7 +264,7 @@ def test_pytest_and_the_solution_are_usable_from_the_shell(env: Any) -> None:
 def test_timeout_is_capped_by_the_sandbox_limit(env: Any) -> None:
     env.reset(task_id="fizzbuzz")
     assert env._limits(1000).timeout_s == 30 and env._limits(2).timeout_s == 2
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ToolFailure, match="positive"):
         env.run_shell("true", timeout_s=0)
 
 
@@ -271,7 +272,7 @@ def test_submit_ends_the_episode(env: Any) -> None:
     env.reset(task_id="fizzbuzz")
     assert env.submit().startswith("Submitted.")
     assert env.episode_done and env.state.submitted
-    with pytest.raises(RuntimeError, match="the episode is over"):
+    with pytest.raises(ToolFailure, match="the episode is over"):
         env.run_shell("true")
     env.reset(task_id="fizzbuzz")
     assert not env.episode_done and env.run_shell("true") == "[exit code 0]"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from openenv_sdk import ToolFailure
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from terminal_testkit import IS_ROOT, terminal_env, terminal_grader
@@ -102,13 +104,13 @@ def test_each_episode_has_a_uid_of_its_own_and_its_own_tmp() -> None:
 
 def test_calls_before_reset_and_after_submit_are_refused() -> None:
     environment = TerminalEnvironment()
-    with pytest.raises(ValueError, match="no episode"):
+    with pytest.raises(ToolFailure, match="no episode"):
         environment.bash("ls")
     environment.reset(task_id="csv_column_sum")
     try:
         assert environment.submit() == "Submitted. The episode is over."
         assert environment.episode_done and environment.state.submitted
-        with pytest.raises(ValueError, match=r"the episode is over \(submitted\)"):
+        with pytest.raises(ToolFailure, match=r"the episode is over \(submitted\)"):
             environment.bash("ls")
         files = terminal_grader.check_files("csv_column_sum")
         assert environment.run_checks(files, terminal_grader.CHECK_COMMAND, 30.0)["exit_code"] == 1
@@ -222,11 +224,11 @@ def _host_processes_of(uid: int) -> list[int]:
 
 
 def test_a_long_command_is_refused_before_it_runs(env: TerminalEnvironment) -> None:
-    with pytest.raises(ValueError, match="the limit is 100000"):
+    with pytest.raises(ToolFailure, match="the limit is 100000"):
         env.bash("echo " + "x" * 100_001)
-    with pytest.raises(ValueError, match="NUL"):
+    with pytest.raises(ToolFailure, match="NUL"):
         env.bash("echo \0")
-    with pytest.raises(ValueError, match="timeout_s must be positive"):
+    with pytest.raises(ToolFailure, match="timeout_s must be positive"):
         env.bash("true", timeout_s=0)
 
 
@@ -247,7 +249,7 @@ def test_write_then_read_a_file_relative_to_the_shell_cwd(env: TerminalEnvironme
     assert env.write_file("deep/er/notes.txt", text) == f"wrote {len(text.encode())} bytes to deep/er/notes.txt"
     assert env.read_file("deep/er/notes.txt") == text
     assert output(env.bash("cat ../sub/deep/er/notes.txt | wc -l")) == "2"
-    with pytest.raises(ValueError, match="cannot read 'missing.txt'.*No such file"):
+    with pytest.raises(ToolFailure, match="cannot read 'missing.txt'.*No such file"):
         env.read_file("missing.txt")
 
 
@@ -256,9 +258,9 @@ def test_files_are_read_and_written_with_the_agents_rights() -> None:
     environment = TerminalEnvironment()
     environment.reset(task_id="csv_column_sum")
     try:
-        with pytest.raises(ValueError, match="Read-only file system|Permission denied"):
+        with pytest.raises(ToolFailure, match="Read-only file system|Permission denied"):
             environment.write_file("/etc/openenv-terminal-test", "x")
-        with pytest.raises(ValueError, match="Permission denied"):
+        with pytest.raises(ToolFailure, match="Permission denied"):
             environment.read_file("/etc/shadow")
         assert not Path("/etc/openenv-terminal-test").exists()
     finally:
