@@ -46,6 +46,9 @@ def _load(model: str, cache_dir: Path, device: str, gguf_dir: str | None = None)
     if model == "smollm2":
         from .smollm import load_smollm2
 
+        # the first run converts the GGUF file into a transformers folder: say so, it takes a while
+        print("loading SmolLM2-135M-Instruct (converted from its GGUF file on the first run, then cached)",
+              file=sys.stderr, flush=True)
         return load_smollm2(cache_dir, gguf_dir=gguf_dir, **kwargs)
     if model == "tiny":
         from .tiny_model import build_tiny_model
