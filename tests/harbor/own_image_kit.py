@@ -16,6 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ROOT / "environments" / "terminal"
 FIXTURE = Path(__file__).parent / "fixtures" / "stock-report"
+"""Its own Dockerfile (a tool in /usr/local/bin, data in /etc, ENV), a compose file, a three-step check."""
+TB2_FIXTURE = Path(__file__).parent / "fixtures" / "fix-service-config"
+"""Terminal-Bench 2's shape without a compose file: ENV PATH, a WORKDIR under /workspace, the uvx test.sh."""
 TASK_ID = "stock_report"
 TEST_LABEL = {"org.openenv.test": "harbor-own-image"}
 CANARY = "VERIFIER-CANARY-7c1e9a"
@@ -39,31 +42,35 @@ def terminal_copy(root: Path) -> Path:
 
 
 class Built:
-    """The fixture imported into `env` and built as `image`."""
+    """The fixtures imported into `env`, each built as `images[task_id]` (`image`: the stock report's)."""
 
-    def __init__(self, env: Path, image: str) -> None:
+    def __init__(self, env: Path, images: dict[str, str]) -> None:
         self.env = env
-        self.image = image
+        self.images = images
+        self.image = images.get(TASK_ID, "")
 
-    def solution(self) -> str:
-        return (self.env / "hidden" / TASK_ID / "solution.sh").read_text()
+    def solution(self, task_id: str = TASK_ID) -> str:
+        return (self.env / "hidden" / task_id / "solution.sh").read_text()
 
 
 @contextlib.contextmanager
-def built_fixture(root: Path, *, suffix: str) -> Iterator[Built]:
-    """Import the fixture with its own image and build it (tags end in `suffix`); remove the images after."""
+def built_fixture(root: Path, *, suffix: str, fixtures: tuple[Path, ...] = (FIXTURE,)) -> Iterator[Built]:
+    """Import `fixtures` with their own image and build each on one server image (tags end in
+    `suffix`); remove the images after."""
     from openenv_sdk.containers.engine import connect_engine
     from openenv_sdk.harbor import build_task_image, import_harbor_task
 
     env = terminal_copy(root)
-    import_harbor_task(FIXTURE, tasks_dir=env / "tasks", own_image=True)
+    task_ids = [import_harbor_task(f, tasks_dir=env / "tasks", own_image=True).task_id for f in fixtures]
     engine = connect_engine()
-    server, task_image = f"openenv-test-harbor-server-{suffix}:latest", f"openenv-test-harbor-stock-{suffix}:latest"
+    server = f"openenv-test-harbor-server-{suffix}:latest"
+    images = {t: f"openenv-test-harbor-{t.replace('_', '-')}-{suffix}:latest" for t in task_ids}
     try:
-        build_task_image(env, TASK_ID, tag=task_image, server_tag=server, labels=TEST_LABEL, engine=engine)
-        yield Built(env, task_image)
+        for task_id, tag in images.items():
+            build_task_image(env, task_id, tag=tag, server_tag=server, labels=TEST_LABEL, engine=engine)
+        yield Built(env, images)
     finally:
-        for tag in (task_image, server):
+        for tag in (*images.values(), server):
             with contextlib.suppress(Exception):  # not built (a failed build): nothing to remove
                 engine.images.remove(tag, force=True)
         engine.close()

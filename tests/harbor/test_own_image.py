@@ -36,6 +36,7 @@ from tests.harbor.own_image_kit import (
     CANARY,
     FIXTURE,
     ROOT,
+    TB2_FIXTURE,
     Built,
     bash,
     built_fixture,
@@ -225,7 +226,7 @@ def _load_env_module(env: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    with built_fixture(tmp_path_factory.mktemp("own_image"), suffix="tests") as value:
+    with built_fixture(tmp_path_factory.mktemp("own_image"), suffix="tests", fixtures=(FIXTURE, TB2_FIXTURE)) as value:
         yield value
 
 
@@ -286,11 +287,33 @@ def test_a_partial_solution_scores_0(built: Built, served: Any) -> None:
 
 
 @requires_engine
-def test_verify_imported_plays_the_task_in_its_image(built: Built) -> None:
+def test_verify_imported_plays_each_task_in_its_image(built: Built) -> None:
+    """Both fixtures, each in its own image: the reference solution 1.0, nothing 0.0."""
     from openenv_sdk.harbor import verify_imported
 
-    [result] = verify_imported(built.env, ["stock_report"], image_tags={"stock_report": built.image})
-    assert (result.solution, result.null, result.ok) == (1.0, 0.0, True), result.evidence
+    results = verify_imported(built.env, list(built.images), image_tags=built.images)
+    assert [(r.task_id, r.solution, r.null) for r in results] == [("stock_report", 1.0, 0.0), ("fix_service_config", 1.0, 0.0)], [
+        r.evidence for r in results
+    ]
+
+
+@requires_engine
+def test_a_terminal_bench_2_shaped_task_runs_in_its_image(built: Built) -> None:
+    """ENV PATH reaches the agent's shell; the uvx test.sh runs offline with the server's pytest."""
+    from openenv_sdk.client import GenericEnvClient
+
+    test_sh = (built.env / "hidden/fix_service_config/tests/test.sh").read_text()
+    assert '"${PYTHON:-python3}" -m pytest -p no:cacheprovider /tests/test_outputs.py -rA' in test_sh
+    with GenericEnvClient(image=built.images["fix_service_config"], timeout_s=120) as env:
+        env.reset(task_id="fix_service_config")
+        out = bash(env, "pwd; command -v validate-config; validate-config config.json")
+        assert out.splitlines()[:2] == ["/workspace/service", "/opt/validator/bin/validate-config"], out
+        assert "invalid:" in out
+        bash(env, "sed -i 's/\"port\": 80,/\"port\": 8080,/' config.json")  # still not JSON (the trailing comma)
+        score = grade_episode(built, env)
+        assert score.value == 0.0 and "1 passed" not in next(iter(score.evidence.values()))["output"]
+        bash(env, built.solution("fix_service_config"))
+        assert grade_episode(built, env).value == 1.0
 
 
 class ScriptedPolicy:
