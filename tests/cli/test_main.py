@@ -49,10 +49,11 @@ def test_shell_completion_completes_commands_and_options() -> None:
 
 
 @pytest.mark.parametrize("width", [40, 200])
-def test_fail_prints_square_brackets_as_they_are(capsys: pytest.CaptureFixture[str], width: int) -> None:
+def test_fail_prints_square_brackets_as_they_are(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                                 width: int) -> None:
     from openenv_sdk.cli import _output
 
-    _output.err_console.width = width
+    monkeypatch.setattr(_output.err_console, "width", width)
     with pytest.raises(typer.Exit) as exited:
         fail("the build needs the [docker] extra; [bold]not markup[/]", hint="pip install 'openenv-sdk[docker]'")
     assert exited.value.exit_code == 1
