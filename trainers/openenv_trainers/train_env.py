@@ -17,7 +17,8 @@ uses its tools, in four stages, each measured on held-out tasks (tool-call rate,
 
 The tool-call rate is the share of episodes in which the policy made at least one tool call that
 the environment ran (a known tool, arguments that are a JSON object). Both it and the reward are
-measured at the training temperature, on tasks the warm-up never saw.
+measured on tasks the warm-up never saw, sampling at `--temperature` (0.7); GRPO samples at
+`--grpo-temperature` (1.0), so that the episodes of one task differ.
 """
 
 from __future__ import annotations
@@ -67,10 +68,14 @@ class TrainEnvConfig:
     """The GRPO learning rate; default 1e-4 under 10 M parameters, 1e-5 above."""
     batch: int = 16
     """Episodes per GRPO step."""
-    generations: int = 8
+    generations: int = 4
     """Episodes per task (one GRPO group): a sparse reward needs several for a group to differ."""
     temperature: float = 0.7
-    """The sampling temperature of GRPO's episodes and of every measurement."""
+    """The sampling temperature of the measurements."""
+    grpo_temperature: float = 1.0
+    """The sampling temperature of GRPO's episodes: higher than the measurements', so that the
+    episodes of one task differ (a nearly greedy policy plays a task the same way every time,
+    and a group whose rewards are all equal teaches nothing)."""
     max_completion_length: int = 512
     """The most tokens per episode after the prompt (sampled and tool results)."""
     max_turns: int | None = None
@@ -367,7 +372,7 @@ def train_env(config: TrainEnvConfig, *, console: Any | None = None) -> TrainEnv
         # 3. GRPO.
         t0 = time.monotonic()
         console.print(
-            f"[bold]3/4 GRPO[/] {config.grpo_steps} steps of {config.batch} episodes ({config.generations} a task, lr {grpo_lr:g})"
+            f"[bold]3/4 GRPO[/] {config.grpo_steps} steps of {config.batch} episodes ({config.generations} a task, temperature {config.grpo_temperature:g}, lr {grpo_lr:g})"
         )
         if config.grpo_steps:
             report.grpo_steps, rollouts = _grpo(model, tokenizer, source, train, config, grpo_lr, device, max_turns, console)
@@ -469,7 +474,7 @@ def _grpo(
         max_completion_length=config.max_completion_length,
         max_steps=config.grpo_steps,
         learning_rate=lr,
-        temperature=config.temperature,
+        temperature=config.grpo_temperature,
         beta=0.0,
         logging_steps=1,
         report_to=[],
@@ -545,7 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--grpo-lr", type=float, default=None, help="GRPO learning rate (default: 1e-4 under 10 M parameters, 1e-5 above)"
     )
-    parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: %(default)s)")
+    parser.add_argument(
+        "--temperature", type=float, default=0.7, help="the measurements' sampling temperature (default: %(default)s)"
+    )
+    parser.add_argument("--grpo-temperature", type=float, default=1.0, help="GRPO's sampling temperature (default: %(default)s)")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even where a GPU is")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: 1)")
     parser.add_argument("--cache-dir", type=Path, default=None, help="where the tiny model and SmolLM2 are cached")
