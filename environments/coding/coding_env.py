@@ -50,6 +50,7 @@ from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_B
 from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.sandbox import CommandResult, Sandbox, SandboxLimits
+from openenv_sdk.regrade import WorkspaceSnapshots
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["CodingEnvironment", "CodingObservation", "CodingState", "Task", "load_tasks"]
@@ -163,7 +164,7 @@ class CodingState(State):
 # --- the environment ---------------------------------------------------------------------------
 
 
-class CodingEnvironment(AgentHost, Environment[Action, CodingObservation, CodingState]):
+class CodingEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, CodingObservation, CodingState]):
     """Implement a Python function or class in a sandboxed workspace; hidden tests grade it host-side."""
 
     name = "coding"

@@ -55,6 +55,7 @@ from openenv_sdk.grading import program_runs, trusted_git
 from openenv_sdk.grading.program_runs import ProgramRunServer
 from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
+from openenv_sdk.regrade import WorkspaceSnapshots
 from openenv_sdk.sandbox import (
     CommandResult,
     Mount,
@@ -307,7 +308,7 @@ class TerminalState(State):
     submitted: bool = False
 
 
-class TerminalEnvironment(AgentHost, Environment[Action, TerminalObservation, TerminalState]):
+class TerminalEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, TerminalObservation, TerminalState]):
     """Finish a task in a Linux shell (files, text, git, scripts, config, archives); checked host-side."""
 
     name = "terminal"

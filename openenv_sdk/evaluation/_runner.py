@@ -36,6 +36,9 @@ class RunConfig:
     """The most one episode may take, grading included, in seconds."""
     close_timeout_s: float = 10.0
     """The most closing one episode's session may take, in seconds."""
+    keep: Any = None
+    """A `openenv_sdk.regrade.StateKeeper`: each graded episode's final state and workspace are
+    kept for `openenv regrade` (None: nothing kept)."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -70,6 +73,9 @@ async def run_one(
     try:
         async with asyncio.timeout(run.episode_timeout_s):
             await play_episode(record, client, policy, planned, tools=tools, rubric=target.rubric, config=episode)
+            if run.keep is not None:  # after grading: the workspace as the grader's copy saw it
+                await run.keep.capture(key=record.key, task_id=record.task_id, reset_kwargs=record.reset_kwargs,
+                                       client=client)  # fmt: skip
     except TimeoutError:
         record.error = f"the episode did not end within {run.episode_timeout_s:g} s (episode_timeout_s)"
     except Exception as e:  # a bad episode is data, not a crash of the run
