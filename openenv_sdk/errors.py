@@ -25,8 +25,10 @@
     │           ├── ContainerExitedError   it exited while it should serve (carries its last log lines)
     │           └── StartupTimeoutError    its server did not answer `GET /health` in time
     ├── SandboxError                 a sandbox could not be made or used (no uid left, closed, no proxy)
-    │   └── IsolationUnavailable     bubblewrap cannot run here and the operator did not opt out
-    │       └── SeccompUnavailable   sandbox: the ptrace filter cannot be compiled (libseccomp missing)
+    │   ├── IsolationUnavailable     bubblewrap cannot run here and the operator did not opt out
+    │   │   └── SeccompUnavailable   sandbox: the ptrace filter cannot be compiled (libseccomp missing)
+    │   └── SandboxKilled            the host killed the sandbox (kill_all, close) while a command ran
+    ├── EpisodeFailed                an episode's reward cannot be decided: never a reward (carries `failure`)
     ├── SampleError                  checks: a schema this sampler cannot satisfy (also a ValueError)
     ├── ScaffoldError                cli init: an unusable name or a non-empty folder (also a ValueError)
     ├── PushError                    cli push: the folder cannot be published as it is
@@ -70,6 +72,7 @@ __all__ = [
     "ContainerError",
     "EnvCheckError",
     "EnvironmentDefinitionError",
+    "EpisodeFailed",
     "ExecutionError",
     "InvalidActionError",
     "IsolationUnavailable",
@@ -79,6 +82,7 @@ __all__ = [
     "RequestError",
     "RequestTimeout",
     "SandboxError",
+    "SandboxKilled",
     "ServerError",
     "ServerTimeout",
     "SessionError",
@@ -230,6 +234,25 @@ class SandboxError(OpenEnvError, RuntimeError):
 
 class IsolationUnavailable(SandboxError):
     """Sessions cannot be isolated here; the message says what is missing and how to fix it."""
+
+
+class SandboxKilled(SandboxError):
+    """The host killed the sandbox (`kill_all`, `close`) while a command ran in it: the command's
+    end says nothing of what the agent did, so it is no result (raised by `Sandbox.run`)."""
+
+
+class EpisodeFailed(OpenEnvError):
+    """An episode's reward could not be decided, not by the policy's doing: the reset failed, the
+    sandbox was killed, the judge answered HTTP 500, the grader crashed. Never a reward: consumers
+    leave the episode out of training and count it by `failure.cause` (docs/failures.md).
+
+    Attributes:
+        failure: the `openenv_sdk.failures.Failure` (cause, stage, message), a pydantic model.
+    """
+
+    def __init__(self, failure: Any) -> None:
+        super().__init__(f"{failure.cause.value} failure at {failure.stage}: {failure.message}")
+        self.failure = failure
 
 
 _CLASS_BY_CODE: dict[ErrorCode, type[ServerError]] = {

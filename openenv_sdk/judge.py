@@ -16,9 +16,12 @@ is a `str.format` template whose fields are filled by name, like a reward functi
     score = grade(judge, client)      # or: await judge.ajudge(task=..., transcript=...)
 
 The judge's number is found with `score_pattern`, scaled from `score_range` to [0, 1]; an answer
-with no number in range gets `default_score`, and the evidence says why. Transport errors,
-timeouts, HTTP 429 and 5xx are retried `max_retries` times; when they persist the score is
-`default_score` with the error in the evidence (or the error is raised, with `raise_on_error`).
+with no number in range gets `default_score`, and the evidence says why (the judge answered: what
+it said counts, so a transcript that talks the judge out of a number earns no exclusion). Transport
+errors, timeouts, HTTP 429 and 5xx are retried `max_retries` times; when they persist, or the
+judge refuses (4xx), there is no score: `EpisodeFailed` with cause `judge` (a failure is never a
+reward, docs/failures.md). `on_error="default"` scores `default_score` instead; `"raise"` raises
+the transport's own error.
 Answers are cached by their input (model, messages and sampling parameters), so grading the
 same episode twice asks the judge once.
 """
@@ -30,13 +33,14 @@ import json
 import re
 import string
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel
 
 from ._chat import post_chat_completion
-from .errors import ManifestError, ServerError, TransportError
+from .errors import EpisodeFailed, ManifestError, ServerError, TransportError
+from .failures import Failure, FailureCause
 from .rubric import GradingContext, Rubric, Score
 
 __all__ = ["DEFAULT_PROMPT", "DEFAULT_SCORE_PATTERN", "DEFAULT_SYSTEM", "JudgeRubric"]
@@ -64,11 +68,15 @@ class JudgeRubric(Rubric):
             `{"temperature": 0.0, "max_tokens": 512}`.
         score_pattern: a regex whose first group is the judge's number; the last match counts.
         score_range: the judge's scale `(low, high)`, mapped to [0, 1]; a number outside it is refused.
-        default_score: the score when no number can be read or the judge cannot be reached.
+        default_score: the score when the judge's answer holds no number in range (and, with
+            `on_error="default"`, when the judge cannot be reached).
         timeout_s: the most one request may take, in seconds.
         max_retries: further tries after a transport error, a timeout, HTTP 429 or 5xx.
         backoff_s: the wait before the first retry, in seconds; doubled at each retry.
-        raise_on_error: raise instead of giving `default_score` when the judge cannot be reached.
+        on_error: when the judge cannot be reached or answers an error after the retries:
+            `fail` (raise `EpisodeFailed`, cause `judge`: the episode has no reward), `default`
+            (score `default_score`), `raise` (raise the `TransportError`/`ServerError` itself).
+        raise_on_error: the same as `on_error="raise"` (kept for older callers).
         cache: keep answers by input, so the same input asks the judge once.
         transport: an httpx transport (e.g. `httpx.ASGITransport(app)` for an in-process judge).
         name: the rubric's name in composed scores.
@@ -90,6 +98,7 @@ class JudgeRubric(Rubric):
         timeout_s: float = 60.0,
         max_retries: int = 2,
         backoff_s: float = 0.5,
+        on_error: Literal["fail", "default", "raise"] = "fail",
         raise_on_error: bool = False,
         cache: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -109,7 +118,10 @@ class JudgeRubric(Rubric):
         self.score_range = (float(low), float(high))
         self.default_score = default_score
         self.timeout_s, self.max_retries, self.backoff_s = timeout_s, max_retries, backoff_s
-        self.raise_on_error = raise_on_error
+        if on_error not in ("fail", "default", "raise"):
+            raise ValueError(f"on_error must be 'fail', 'default' or 'raise', got {on_error!r}")
+        self.on_error = "raise" if raise_on_error else on_error
+        self.raise_on_error = self.on_error == "raise"
         self._api_key = api_key
         self._transport = transport
         self._cache: dict[str, str] | None = {} if cache else None
@@ -150,8 +162,11 @@ class JudgeRubric(Rubric):
         try:
             answer = self._cache[key] if cached and self._cache is not None else await self._ask(body)
         except (TransportError, ServerError) as e:
-            if self.raise_on_error:
+            if self.on_error == "raise":
                 raise
+            if self.on_error == "fail":
+                failure = Failure(cause=FailureCause.JUDGE, stage="grading", message=f"the judge failed: {e}", error_type=type(e).__name__)
+                raise EpisodeFailed(failure) from e
             return Score(value=self.default_score, evidence={"error": str(e), "default": True, "model": self.model})
         if self._cache is not None:
             self._cache[key] = answer

@@ -41,6 +41,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from . import tracing
+from .errors import EpisodeFailed
+from .failures import classify
 
 __all__ = [
     "EnvReward",
@@ -271,14 +273,31 @@ def _as_rubric(rubric: Rubric | Callable[..., Any]) -> Rubric:
 
 
 async def agrade(rubric: Rubric | Callable[..., Any], client: Any) -> Score:
-    """Grade the client's current episode (async clients, or sync ones from async code)."""
+    """Grade the client's current episode (async clients, or sync ones from async code).
+
+    Raises:
+        EpisodeFailed: the grader could not decide (a judge that failed, a sandbox killed while
+            the check ran, the server gone, the grader's own code raising): never a reward; its
+            `failure.cause` says why (`openenv_sdk.failures`).
+        TypeError: the grader breaks the rubric contract (an unknown parameter name, a value
+            that is not a finite number): a bug to fix, not an episode's failure.
+    """
     rubric = _as_rubric(rubric)
     if not tracing.enabled():
-        return await rubric.ascore(GradingContext(client))
+        return await _ascore(rubric, client)
     with tracing.span("openenv.grade", attributes={"openenv.grader": type(rubric).__name__}) as span:
-        score = await rubric.ascore(GradingContext(client))
+        score = await _ascore(rubric, client)
         tracing.set_attributes(span, {"openenv.reward": score.value})
         return score
+
+
+async def _ascore(rubric: Rubric, client: Any) -> Score:
+    try:
+        return await rubric.ascore(GradingContext(client))
+    except (EpisodeFailed, TypeError):
+        raise  # a TypeError is the grader breaking its contract (a parameter, a return value): fix it, every episode would fail
+    except Exception as e:
+        raise EpisodeFailed(classify(e, stage="grading")) from e
 
 
 def grade(rubric: Rubric | Callable[..., Any], client: Any) -> Score:

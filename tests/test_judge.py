@@ -13,6 +13,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from openenv_sdk import EnvClient, ManifestError, RequestTimeout, grade
+from openenv_sdk.errors import EpisodeFailed
+from openenv_sdk.failures import FailureCause
 from openenv_sdk.judge import JudgeRubric
 from openenv_sdk.loader import load_environment
 from openenv_sdk.manifest import Manifest
@@ -116,9 +118,15 @@ def test_answers_are_cached_by_input(judge: Any) -> None:
     assert uncached.requests == 2
 
 
-def test_a_judge_that_times_out_gets_the_default_after_retries(judge: Any) -> None:
+def test_a_judge_that_times_out_is_a_failure_after_retries(judge: Any) -> None:
     url, seen, _ = judge
-    rubric = JudgeRubric(base_url=url, model="slow", prompt="{task}", timeout_s=0.3, max_retries=1, backoff_s=0.01)
+    failing = JudgeRubric(base_url=url, model="slow", prompt="{task}", timeout_s=0.3, max_retries=1, backoff_s=0.01)
+    with pytest.raises(EpisodeFailed) as caught:
+        run(failing.ajudge(task="t"))
+    assert caught.value.failure.cause == FailureCause.JUDGE and caught.value.failure.stage == "grading"
+    assert caught.value.failure.message == f"the judge failed: POST {url}/chat/completions: no answer within 0.3 s"
+    assert failing.requests == 2
+    rubric = JudgeRubric(base_url=url, model="slow", prompt="{task}", timeout_s=0.3, max_retries=1, backoff_s=0.01, on_error="default")
     started = time.monotonic()
     score = run(rubric.ajudge(task="t"))
     assert time.monotonic() - started < 3
@@ -135,14 +143,17 @@ def test_overload_is_retried_and_a_refusal_is_not(judge: Any) -> None:
     rubric = JudgeRubric(base_url=url, model="flaky", prompt="{task}", backoff_s=0.01)
     assert run(rubric.ajudge(task="t")).value == 1.0
     assert (rubric.requests, flaky["left"]) == (3, 0)
-    refused = JudgeRubric(base_url=url, model="broken", prompt="{task}", backoff_s=0.01)
+    refused = JudgeRubric(base_url=url, model="broken", prompt="{task}", backoff_s=0.01, on_error="default")
     score = run(refused.ajudge(task="t"))
     assert refused.requests == 1 and score.value == 0.0
     assert score.evidence["error"].startswith(f"[HTTP_404] POST {url}/chat/completions answered HTTP 404: ")
 
 
-def test_an_unreachable_judge_gets_the_default(free_port: int) -> None:
-    rubric = JudgeRubric(base_url=f"http://127.0.0.1:{free_port}/v1", model="m", prompt="{task}", max_retries=0)
+def test_an_unreachable_judge_is_a_failure_or_the_default(free_port: int) -> None:
+    failing = JudgeRubric(base_url=f"http://127.0.0.1:{free_port}/v1", model="m", prompt="{task}", max_retries=0)
+    with pytest.raises(EpisodeFailed, match="judge failure at grading: the judge failed: .*ConnectError"):
+        run(failing.ajudge(task="t"))
+    rubric = JudgeRubric(base_url=f"http://127.0.0.1:{free_port}/v1", model="m", prompt="{task}", max_retries=0, on_error="default")
     score = run(rubric.ajudge(task="t"))
     assert score.value == 0.0 and "failed: ConnectError" in score.evidence["error"]
 

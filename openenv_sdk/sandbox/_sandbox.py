@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import tracing
-from ..errors import SandboxError
+from ..errors import SandboxError, SandboxKilled
 from ._cgroup import Counters, SessionCgroup, cgroup_support, remove_stale_cgroup
 from ._fs import remove_tree
 from ._isolation import Isolation, isolation_mode
@@ -615,12 +615,20 @@ class Sandbox:
 
         Raises:
             SandboxError: the sandbox is closed, or its egress proxy could not start.
+            SandboxKilled: the host killed the sandbox (`kill_all`, `close`) while the command ran:
+                its end is no result of the command's (a grader must not score it).
         """
         options: dict[str, Any] = dict(
             cwd=cwd, env=env, stdin=stdin, timeout_s=timeout_s, max_output_bytes=max_output_bytes,
             mounts=mounts, network=network, limits=limits,
         )  # fmt: skip
-        return self._dispatch(command, self._egress(network), options)
+        kills = self._kills
+        result = self._dispatch(command, self._egress(network), options)
+        if self._kills != kills:
+            raise SandboxKilled(
+                f"the sandbox was killed while the command ran (exit code {result.exit_code} after {result.duration_s:.2f} s)"
+            )
+        return result
 
     def _egress(self, network: bool | Egress) -> Egress:
         if isinstance(network, Egress):
@@ -722,8 +730,13 @@ class Sandbox:
 
     # --- the end ----------------------------------------------------------------------------
 
+    _kills = 0
+    """How many times `kill_all` ran: a command that saw it change was killed by the host."""
+
     def kill_all(self) -> int:
-        """Kill every process this session started (as root: every process of its uid)."""
+        """Kill every process this session started (as root: every process of its uid); a
+        command running meanwhile raises `SandboxKilled`."""
+        self._kills += 1
         killed = 0
         for proc in list(self._procs):
             if proc.poll() is None:
