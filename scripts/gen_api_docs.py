@@ -82,7 +82,7 @@ def _loader() -> Any:
 
 
 def _render(loader: Any, path: str, members: list[str] | None) -> str:
-    from griffe2md import render_object_docs
+    from griffe2md import render_object_docs  # type: ignore[import-untyped]
 
     top = path.split(".", 1)[0]
     if top not in loader.modules_collection.members:
@@ -90,7 +90,7 @@ def _render(loader: Any, path: str, members: list[str] | None) -> str:
         loader.resolve_aliases(external=False, implicit=True)
     obj = loader.modules_collection[path]
     config = {**CONFIG, "members": members}
-    text = render_object_docs(obj, config)  # type: ignore[arg-type]
+    text = render_object_docs(obj, config)
     text = _LINK.sub(r"\1", text)
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
