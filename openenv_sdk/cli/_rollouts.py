@@ -79,6 +79,20 @@ OutputOpt = Annotated[
     Path | None, typer.Option("--output", "-o", help="The output folder; default evals/ENV/MODEL-TIME.", show_default=False)
 ]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Start the output's episodes afresh instead of resuming.")]
+KeepStateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--keep-state",
+        help="Keep each episode's final state and workspace archive in OUTPUT/state/, for `openenv regrade`.",
+    ),
+]
+MaxStateBytesOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-state-bytes", min=1024,
+        help="With --keep-state: the largest workspace archive kept (compressed, bytes); a larger one is not kept.",
+    ),
+]  # fmt: skip
 
 _USAGE = "Example: openenv eval environments/wordle --base-url http://localhost:8000/v1 --model my-model -n 20 -r 4"
 
@@ -113,6 +127,8 @@ class RolloutOptions:
     overwrite: bool
     logprobs: bool = False
     token_ids: bool = False
+    keep_state: bool = False
+    max_state_bytes: int = 4 * 1024 * 1024
     extra: dict[str, Any] = field(default_factory=dict)
 
     def recorded(self) -> dict[str, Any]:
@@ -197,6 +213,20 @@ class _Progress:
         self.bar.update(self.task, advance=1, status=status)
 
 
+def _keeper(o: RolloutOptions) -> Any:
+    """The `StateKeeper` of --keep-state (None without it); folders are recorded absolute, so
+    that `openenv regrade` finds them from anywhere."""
+    if not o.keep_state:
+        return None
+    from ..regrade import StateKeeper, StateStore
+
+    def where(spec: str | None) -> str | None:
+        return str(Path(spec).resolve()) if spec is not None and Path(spec).is_dir() else spec
+
+    return StateKeeper(StateStore(o.output), env=where(o.env) or o.env, grader=where(o.grader),
+                       max_archive_bytes=o.max_state_bytes)  # fmt: skip
+
+
 def run_rollouts(o: RolloutOptions, *, command: str, fmt: OutputFormat) -> RunResult:
     """Check the options, run the episodes with a progress bar, and return the result.
 
@@ -220,7 +250,7 @@ def run_rollouts(o: RolloutOptions, *, command: str, fmt: OutputFormat) -> RunRe
         max_turns=o.max_turns,
         pass_threshold=o.pass_threshold,
     )
-    run = RunConfig(concurrency=o.concurrency, episode_timeout_s=o.episode_timeout_s)
+    run = RunConfig(concurrency=o.concurrency, episode_timeout_s=o.episode_timeout_s, keep=_keeper(o))
     progress = _Progress(enabled=fmt is OutputFormat.human)
     if fmt is OutputFormat.human:
         err_console.print(
@@ -290,6 +320,11 @@ def render_summary(result: RunResult, *, fmt: OutputFormat, files: list[Path]) -
                       num(t.mean_reward),
                       *(num(v) for v in t.pass_at_k.values()))  # fmt: skip
     console.print(table)
+    if s.failures_by_cause or s.policy_timeouts:  # docs/failures.md: failures are never rewards
+        console.print(
+            "[bold]failures (no reward)[/] " + (", ".join(f"{c} {n}" for c, n in s.failures_by_cause.items()) or "none")
+            + f"; policy timeouts (graded) {s.policy_timeouts}"
+        )
     for what, causes in (("failed episodes", s.errors_by_cause), ("failed tool calls", s.tool_errors_by_cause)):
         if causes:
             console.print(f"[bold red]{what} by cause[/]")

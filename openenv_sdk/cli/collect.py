@@ -24,6 +24,8 @@ from ._rollouts import (
     EnvTokenOpt,
     EpisodeTimeoutOpt,
     GraderOpt,
+    KeepStateOpt,
+    MaxStateBytesOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
     ModelOpt,
@@ -82,6 +84,8 @@ def collect(
     grader: GraderOpt = None,
     env_token: EnvTokenOpt = None,
     overwrite: OverwriteOpt = False,
+    keep_state: KeepStateOpt = False,
+    max_state_bytes: MaxStateBytesOpt = 4 * 1024 * 1024,
     request_timeout_s: RequestTimeoutOpt = 300.0,
     episode_timeout_s: EpisodeTimeoutOpt = 900.0,
     env_timeout_s: EnvTimeoutOpt = 60.0,
@@ -111,6 +115,7 @@ def collect(
         pass_k=list(pass_k or []), grader=grader, env_token=env_token, request_timeout_s=request_timeout_s,
         episode_timeout_s=episode_timeout_s, env_timeout_s=env_timeout_s, startup_timeout_s=startup_timeout_s,
         output=output, overwrite=overwrite, logprobs=logprobs, token_ids=token_ids,
+        keep_state=keep_state, max_state_bytes=max_state_bytes,
         extra={"min_reward": min_reward, "push_to_hub": push_to_hub},
     )  # fmt: skip
     result = run_rollouts(options, command="collect", fmt=fmt)

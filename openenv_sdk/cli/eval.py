@@ -22,6 +22,8 @@ from ._rollouts import (
     EnvTokenOpt,
     EpisodeTimeoutOpt,
     GraderOpt,
+    KeepStateOpt,
+    MaxStateBytesOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
     ModelOpt,
@@ -69,6 +71,8 @@ def eval(
     env_token: EnvTokenOpt = None,
     output: OutputOpt = None,
     overwrite: OverwriteOpt = False,
+    keep_state: KeepStateOpt = False,
+    max_state_bytes: MaxStateBytesOpt = 4 * 1024 * 1024,
     request_timeout_s: RequestTimeoutOpt = 300.0,
     episode_timeout_s: EpisodeTimeoutOpt = 900.0,
     env_timeout_s: EnvTimeoutOpt = 60.0,
@@ -100,6 +104,7 @@ def eval(
         pass_k=list(pass_k or []), grader=grader, env_token=env_token, request_timeout_s=request_timeout_s,
         episode_timeout_s=episode_timeout_s, env_timeout_s=env_timeout_s, startup_timeout_s=startup_timeout_s,
         output=output if output is not None else default_output("evals", env, name), overwrite=overwrite,
+        keep_state=keep_state, max_state_bytes=max_state_bytes,
     )  # fmt: skip
     result = run_rollouts(options, command="eval", fmt=fmt)
     out: Path = result.output

@@ -21,7 +21,7 @@ app: typer.Typer
 """The `openenv` Typer app with every command (built on first use)."""
 
 # Every command, in `openenv --help` order: the function of that name in `openenv_sdk.cli.<name>`.
-_COMMANDS = ("serve", "validate", "init", "build", "push", "deploy", "eval", "collect", "containers", "harbor")
+_COMMANDS = ("serve", "validate", "init", "build", "push", "deploy", "eval", "collect", "regrade", "containers", "harbor")
 
 
 def _build_app(commands: Sequence[str]) -> typer.Typer:

@@ -28,3 +28,17 @@ __all__ = [
     "pack_workspace",
     "unpack_workspace",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # the regrading side (the evaluation package, httpx) is imported only when asked for: an
+    # environment server imports this package for `WorkspaceSnapshots` alone
+    if name in _LAZY:
+        from . import _regrade
+
+        return getattr(_regrade, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LAZY = ("EpisodeRegrade", "KeptSession", "RegradeResult", "TaskDiff", "aregrade")
+__all__ += list(_LAZY)
