@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..episode_config import EpisodeConfig
-from ..errors import ToolCallError
+from ..errors import EpisodeFailed, ToolCallError
+from ..failures import classify
 from ..prompt import observation_text
 from ..rubric import agrade
 from ._causes import cause_of
@@ -71,6 +72,7 @@ async def play_episode(
     `record` is filled as the episode goes, so when this raises, it holds the conversation so far.
 
     Raises:
+        EpisodeFailed: the reset failed (cause `reset`) or grading could not decide (its cause).
         openenv_sdk.errors.OpenEnvError: the environment or the policy failed (a tool that
             fails, an unknown tool, or arguments that are not JSON are not errors: the policy
             sees the message as the tool's result).
@@ -78,7 +80,10 @@ async def play_episode(
     started = time.monotonic()
     record.tools = tools
     t0 = time.monotonic()
-    first = await client.reset(**planned.reset_kwargs)
+    try:
+        first = await client.reset(**planned.reset_kwargs)
+    except Exception as e:  # no episode to grade: a reset failure, never a reward
+        raise EpisodeFailed(classify(e, stage="reset")) from e
     record.env_s += time.monotonic() - t0
     if config.system_prompt is not None:
         record.messages.append({"role": "system", "content": config.system_prompt})
@@ -111,6 +116,7 @@ async def play_episode(
             record.messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
         if record.turns >= config.max_turns:
             record.stop_reason = "max_turns"
+            record.policy_timeout = True  # the policy's own timeout: graded as usual
             break
 
     t0 = time.monotonic()

@@ -74,6 +74,11 @@ class RunSummary(BaseModel):
     errors_by_cause: dict[str, int] = Field(
         default_factory=dict, description="The failed episodes by cause (`cause_of` their error), most first."
     )
+    failures_by_cause: dict[str, int] = Field(
+        default_factory=dict,
+        description="The failed episodes by `FailureCause` (reset, sandbox, judge, grader, timeout, infrastructure), most first.",
+    )
+    policy_timeouts: int = Field(default=0, description="Graded episodes that ran out of turns (the policy's own timeout).")
     tool_calls: int = Field(default=0, description="Tool calls made, in every episode (failed ones too).")
     tool_errors: int = Field(default=0, description="Tool calls that failed, in every episode (failed ones too).")
     tool_errors_by_cause: dict[str, int] = Field(
@@ -145,6 +150,10 @@ def summarize(
         errors_by_cause=merge_causes(
             {cause_of(r.error or "no reward"): 1} for r in records if r.error is not None or r.reward is None
         ),
+        failures_by_cause=merge_causes(
+            {(r.failure.cause.value if r.failure is not None else "infrastructure"): 1} for r in records if r.error is not None
+        ),
+        policy_timeouts=sum(1 for r in graded_all if r.policy_timeout),
         tool_calls=sum(r.tool_calls for r in records),
         tool_errors=sum(r.tool_errors for r in records),
         tool_errors_by_cause=merge_causes(r.tool_error_causes for r in records),

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import OpenEnvError
+from ..failures import Failure
 
 __all__ = ["REWARD_BOUND", "EpisodeLog", "EpisodeRecord", "PlannedEpisode", "RecordRejected", "TurnTokens", "parse_record"]
 
@@ -69,6 +70,12 @@ class EpisodeRecord(BaseModel):
     reward_components: dict[str, float] = Field(default_factory=dict)
     passed: bool | None = Field(default=None, description="reward >= the run's pass threshold (None when not graded).")
     error: str | None = Field(default=None, description="Why the episode failed; its reward is then None.")
+    failure: Failure | None = Field(
+        default=None, description="The failure's cause and stage (docs/failures.md), when it failed: never a reward."
+    )
+    policy_timeout: bool = Field(
+        default=False, description="The policy ran out of turns: its own timeout, graded as usual (not a failure)."
+    )
     stop_reason: str = Field(default="", description="no_tool_calls, max_turns, length or error.")
     turns: int = 0
     tool_calls: int = 0
@@ -131,6 +138,8 @@ def parse_record(line: bytes) -> EpisodeRecord:
         raise RecordRejected(f"reward out of range: {record.reward}")
     if record.error is not None and record.reward is not None:
         raise RecordRejected("a failed episode has no reward")
+    if record.failure is not None and record.error is None:
+        raise RecordRejected("a failure without its error")
     counts = (record.attempt, record.turns, record.tool_calls, record.tool_errors, record.prompt_tokens,
               record.completion_tokens, record.policy_s, record.env_s, record.duration_s)  # fmt: skip
     if any(n < 0 for n in record.tool_error_causes.values()):

@@ -17,6 +17,10 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _causes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{cause} {n}" for cause, n in counts.items()) or "none"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -34,6 +38,8 @@ def markdown_report(summary: RunSummary, records: Iterable[EpisodeRecord] = ()) 
         f"| split | {summary.split or 'n/a'} |",
         f"| tasks × rollouts | {summary.tasks} × {summary.rollouts_per_task} = {summary.episodes} episodes |",
         f"| graded / failed episodes | {summary.graded} / {summary.errors} |",
+        f"| failed episodes by cause | {_causes(summary.failures_by_cause)} |",
+        f"| policy timeouts (graded) | {summary.policy_timeouts} |",
         f"| tool calls / failed tool calls | {summary.tool_calls} / {summary.tool_errors} |",
         f"| mean reward | {_num(summary.mean_reward)} (std {_num(summary.std_reward)}) |",
         *(f"| pass@{k} | {_num(v)} |" for k, v in summary.pass_at_k.items()),

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..episode_config import EpisodeConfig
+from ..failures import Failure, FailureCause, classify
 from ._episode import play_episode
 from ._policy import Policy
 from ._records import EpisodeRecord, PlannedEpisode
@@ -78,8 +79,10 @@ async def run_one(
                                        client=client)  # fmt: skip
     except TimeoutError:
         record.error = f"the episode did not end within {run.episode_timeout_s:g} s (episode_timeout_s)"
+        record.failure = Failure(cause=FailureCause.TIMEOUT, stage="episode", message=record.error, error_type="TimeoutError")
     except Exception as e:  # a bad episode is data, not a crash of the run
         record.error = _describe(e)
+        record.failure = classify(e, stage="episode")
     finally:
         try:
             async with asyncio.timeout(run.close_timeout_s):
