@@ -10,6 +10,7 @@ import inspect
 import typing
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -97,6 +98,13 @@ class Environment(Generic[ActT, ObsT, StateT]):
                     f"close are the orchestrator's verbs and are never exposed to the agent. Rename the "
                     f"method (a tool method named {verb!r} would also replace the orchestrator's {verb})."
                 )
+        for hook in ("snapshot", "restore"):
+            member = cls.__dict__.get(hook)
+            if member is not None and getattr(member, "__openenv_tool__", None) is not None:
+                raise EnvironmentDefinitionError(
+                    f"{cls.__name__}.{hook}: a tool cannot be named {hook!r}: it is the checkpoint hook "
+                    f"(orchestrator-only, never shown to the agent). Rename the method."
+                )
         cls.tool_specs = collect_tools(cls)
         cls.orchestrator_calls = collect_orchestrator_calls(cls)
         clash = set(cls.orchestrator_calls) & RESERVED_NAMES
@@ -144,6 +152,34 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     def close(self) -> None:
         """Free what the environment holds. Called once when its session ends."""
+
+    # --- checkpoint and restore (optional; orchestrator-only, never tools) -------------------
+
+    def snapshot(self, folder: Path) -> dict[str, Any]:
+        """The episode as it stands, for `checkpoint`: JSON data, plus any files it needs written
+        into `folder` (an empty directory the server owns and keeps with the data).
+
+        The default keeps `state`, `episode_done` and plain-data attributes (`default_snapshot`);
+        an environment holding more (a sandbox, a process) overrides this and `restore`.
+
+        Raises:
+            SnapshotUnsupported: the episode cannot be kept (the message says why).
+        """
+        from .snapshots import default_snapshot
+
+        return default_snapshot(self)
+
+    def restore(self, data: dict[str, Any], folder: Path) -> None:
+        """Continue the episode `snapshot` returned `data` (and wrote `folder`) for, in this
+        instance: a fresh one, or one whose episode is discarded by this call. Afterwards every
+        call must behave exactly as on the original at the moment of its snapshot.
+
+        Raises:
+            SnapshotUnsupported: `data` is not a snapshot this class can restore.
+        """
+        from .snapshots import default_restore
+
+        default_restore(self, data)
 
     @classmethod
     def tasks(cls) -> Sequence[TaskRecord]:

@@ -173,6 +173,9 @@ class ErrorCode(str, Enum):
     TIMEOUT = "TIMEOUT"
     SESSION_BUSY = "SESSION_BUSY"
     UNAUTHORIZED = "UNAUTHORIZED"
+    CHECKPOINT_NOT_FOUND = "CHECKPOINT_NOT_FOUND"
+    CHECKPOINT_LIMIT = "CHECKPOINT_LIMIT"
+    SNAPSHOT_UNSUPPORTED = "SNAPSHOT_UNSUPPORTED"
 
 
 class WSRequest(BaseModel):
@@ -196,6 +199,9 @@ WS_REPLY_TYPE: dict[str, str] = {
     "session": "session",
     "call": "result",
     "mcp": "mcp",
+    "checkpoint": "checkpoint",
+    "restore": "restored",
+    "drop_checkpoint": "dropped",
 }
 """The `type` of the reply to each request `type` on `/ws`, read by the server and the client
 alike (`close` gets no reply; any request may get an `error` instead)."""

@@ -32,6 +32,7 @@ from ._metrics import ServerMetrics
 from ._metrics import router as metrics_router
 from ._protocol import RequestRefused
 from ._protocols import ServerHttpProtocol, ServerWebSocketProtocol
+from ._snapshot_routes import router as snapshot_router
 from ._state import ServerState
 from ._tasks import router as tasks_router
 from ._tracing import TracingMiddleware
@@ -165,6 +166,7 @@ def create_app(
     app.include_router(router)
     app.include_router(tasks_router)
     app.include_router(metrics_router)
+    app.include_router(snapshot_router)
 
     async def websocket_endpoint(websocket: WebSocket) -> None:
         await serve_websocket(websocket, state)

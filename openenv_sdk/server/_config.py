@@ -18,6 +18,7 @@ class ServerConfig(BaseModel):
     Environment code: `tool_timeout_s`, `max_abandoned_threads`, `disconnect_grace_s`.
     Sizes and times on the wire: `max_message_bytes`, `header_timeout_s`, `max_json_depth`, `max_tool_result_bytes`, `max_transcript_bytes`.
     Access: `orchestrator_token`.
+    Checkpoints: `checkpoint_dir`, `max_checkpoints`, `max_checkpoint_bytes`, `max_checkpoint_store_bytes`.
     Process: `gc_full_interval_s`.
     """
 
@@ -77,6 +78,18 @@ class ServerConfig(BaseModel):
         default=None,
         description="When set, every route but /health, /metadata, /schema, /openapi.json and /mcp needs "
         "`Authorization: Bearer <token>`. Unset, `create_app` reads OPENENV_ORCHESTRATOR_TOKEN.",
+    )
+    checkpoint_dir: str | None = Field(
+        default=None,
+        description="Where checkpoints are kept (they outlive the server); None: $OPENENV_CHECKPOINT_DIR, "
+        "else /var/tmp/openenv-checkpoints/<environment name>.",
+    )
+    max_checkpoints: int = Field(default=1000, ge=1, description="Checkpoints kept at once; more get CHECKPOINT_LIMIT.")
+    max_checkpoint_bytes: int = Field(
+        default=256 * _MIB, ge=1024, description="Largest checkpoint (the episode's files and data), in bytes."
+    )
+    max_checkpoint_store_bytes: int = Field(
+        default=4096 * _MIB, ge=1024, description="Bytes all kept checkpoints may hold together."
     )
     web: bool = Field(default=False, description="Serve the browser playground at `/web`.")
     gc_full_interval_s: float | None = Field(

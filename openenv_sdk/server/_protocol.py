@@ -27,6 +27,9 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.SESSION_ERROR: 500,
     ErrorCode.CAPACITY_REACHED: 503,
     ErrorCode.TIMEOUT: 504,
+    ErrorCode.CHECKPOINT_NOT_FOUND: 404,
+    ErrorCode.CHECKPOINT_LIMIT: 507,
+    ErrorCode.SNAPSHOT_UNSUPPORTED: 409,
 }
 
 

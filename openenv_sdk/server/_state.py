@@ -25,3 +25,5 @@ class ServerState:
     schema: SchemaResponse
     mcp_sessions: Callable[[], int] = lambda: 0
     """How many MCP (streamable HTTP) sessions are open at `/mcp`."""
+    snapshots: Any = None
+    """The checkpoint store (`_snapshots.SnapshotStore`), made on the first checkpoint or restore."""

@@ -201,14 +201,30 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
             if not isinstance(name, str):
                 raise RequestRefused(ErrorCode.VALIDATION_ERROR, "call needs data.name (the orchestrator call)")
             data = {"name": name, "result": await session.call(name, body.get("arguments"))}
+        elif kind in _SNAPSHOT_VERBS:  # orchestrator-only: checkpoint, restore, drop_checkpoint (_snapshots.py)
+            data = await _snapshot_verb(kind, session, state, request.data)
         else:
             raise RequestRefused(
                 ErrorCode.UNKNOWN_TYPE,
-                f"Unknown message type {kind!r}; expected one of reset, step, state, close, mcp, session, call",
+                f"Unknown message type {kind!r}; expected one of reset, step, state, close, mcp, session, call, "
+                f"checkpoint, restore, drop_checkpoint",
             )
     except RequestRefused as e:
         return _dump("error", e.payload(), request.id), False
     return _dump(WS_REPLY_TYPE[kind], data, request.id), False
+
+
+_SNAPSHOT_VERBS = frozenset({"checkpoint", "restore", "drop_checkpoint"})
+
+
+async def _snapshot_verb(kind: str, session: Session, state: ServerState, data: dict[str, Any] | None) -> Any:
+    from . import _snapshots  # imported on first use: most sessions never checkpoint
+
+    if kind == "checkpoint":
+        return await _snapshots.checkpoint(session, state, data)
+    if kind == "restore":
+        return await _snapshots.restore(session, state, data)
+    return await _snapshots.drop_checkpoint(state, data)
 
 
 _WATCH_AFTER_S = 0.05
