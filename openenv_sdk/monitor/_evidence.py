@@ -56,8 +56,8 @@ def _wrote(episode: Episode, path: str | None = None) -> bool:
 
 
 def _coding(episode: Episode) -> bool | None:
-    solution = str(episode.task.get("solution_file") or "solution.py")
-    return _wrote(episode, solution)
+    solution = episode.task.get("solution_file")
+    return _wrote(episode, str(solution) if solution else None)
 
 
 def _mini_swe(episode: Episode) -> bool | None:

@@ -18,6 +18,4 @@ def scan_records(path: str | Path, *, monitor: Monitor | None = None) -> dict[st
     monitor = monitor or Monitor()
     records = EpisodeLog(path).load()
     task_of = {key: {"task_id": r.task_id, **r.reset_kwargs} for key, r in records.items()}
-    return {
-        key: monitor.check_messages(r.messages, reward=r.reward, env=r.env, task=task_of[key]) for key, r in records.items()
-    }
+    return {key: monitor.check_messages(r.messages, reward=r.reward, env=r.env, task=task_of[key]) for key, r in records.items()}

@@ -110,11 +110,12 @@ def tool_calls_of(messages: Iterable[Mapping[str, Any]]) -> list[ToolCall]:
                 if raw.get("id"):
                     by_id[str(raw["id"])] = call
         elif role == "tool":
-            call = by_id.pop(str(message.get("tool_call_id")), None) if message.get("tool_call_id") else None
-            if call is None and unanswered:
-                call = unanswered[0]
-            if call is None:
+            answered = by_id.pop(str(message.get("tool_call_id")), None) if message.get("tool_call_id") else None
+            if answered is None and unanswered:
+                answered = unanswered[0]
+            if answered is None:
                 continue
+            call = answered
             unanswered = [c for c in unanswered if c is not call]  # by identity: equal calls are not the same call
             call.output = _text(message.get("content"))
             call.is_error = bool(message.get("is_error", False))

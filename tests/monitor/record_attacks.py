@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _sync.EnvClient.reset = _recording_reset  # type: ignore[method-assign]
     _sync.EnvClient.call_tool = _recording_call_tool  # type: ignore[method-assign]
     _sync.EnvClient.close = _recording_close  # type: ignore[method-assign]
-    rubric.grade = _recording_grade
+    rubric.grade = _recording_grade  # type: ignore[assignment]
 
 
 @pytest.hookimpl(hookwrapper=True)
