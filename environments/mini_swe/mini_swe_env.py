@@ -42,6 +42,7 @@ from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import MAX_RUN_TIMEOUT_S, HiddenTestRun, check_solution_file, run_hidden_tests
 from openenv_sdk.sandbox import CommandResult
+from openenv_sdk.snapshots import SnapshotUnsupported, copy_tree, restore_tree
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["MiniSweEnvironment", "MiniSweObservation", "MiniSweState", "TaskInfo", "task_ids", "tasks"]
@@ -165,6 +166,41 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
 
     def close(self) -> None:
         self._discard_workspace()
+
+    # --- checkpoint and restore (the orchestrator's; see openenv_sdk.snapshots) ---------------
+
+    def snapshot(self, folder: Path) -> dict[str, Any]:
+        """The episode: its state, the repository and HOME, copied once every process of the
+        agent has ended (none outlives a command)."""
+        if self._dirs is None or self._task is None:
+            raise SnapshotUnsupported("no episode to checkpoint: call reset first")
+        self._dirs.sandbox.kill_all()
+        copy_tree(self._dirs.repo, folder / "repo")
+        copy_tree(self._dirs.home, folder / "home")
+        return {
+            "task_id": self._task.task_id,
+            "root": str(self._dirs.root),
+            "state": self.state.model_dump(mode="json"),
+            "episode_done": self.episode_done,
+        }
+
+    def restore(self, data: dict[str, Any], folder: Path) -> None:
+        """A new sandbox holding a copy of the checkpoint's repository and HOME."""
+        task = tasks().get(str(data.get("task_id")))
+        if task is None:
+            raise SnapshotUnsupported(f"the checkpoint's task {data.get('task_id')!r} is not among this server's tasks")
+        self._discard_workspace()
+        dirs = host().empty_session()
+        try:
+            for name in ("repo", "home"):
+                restore_tree(folder / name, dirs.sandbox, name)
+                dirs.sandbox.give(dirs.root / name)  # the repository's top too: git refuses a checkout its user does not own
+        except BaseException:
+            host().remove_session(dirs)
+            raise
+        self._dirs, self._task = dirs, task
+        self.state = MiniSweState.model_validate(data["state"])
+        self.episode_done = bool(data.get("episode_done"))
 
     # --- the agent's tools ------------------------------------------------------------------
 

@@ -381,6 +381,20 @@ class SandboxHost:
             raise
         return dirs
 
+    def empty_session(self) -> SessionDirs:
+        """A fresh sandbox with empty `repo/` and `home/`, for a restored checkpoint to fill.
+
+        Raises:
+            IsolationUnavailable: bubblewrap cannot run here and the operator did not opt out.
+        """
+        sandbox = Sandbox.from_manifest(self.manifest, name="mini_swe", base_dir=self.base, mounts=self.mounts())
+        try:
+            repo, home = sandbox.make_dir("repo"), sandbox.make_dir("home")
+        except BaseException:
+            sandbox.close()
+            raise
+        return SessionDirs(sandbox=sandbox, root=sandbox.root, repo=repo, home=home)
+
     def remove_session(self, dirs: SessionDirs) -> None:
         """Kill whatever the session still runs, remove its folder and return its uid."""
         dirs.sandbox.close()

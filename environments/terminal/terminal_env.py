@@ -65,6 +65,7 @@ from openenv_sdk.sandbox import (
     remove_tree,
     run_command,
 )
+from openenv_sdk.snapshots import SnapshotUnsupported, copy_tree, restore_tree, rewrite_text
 from openenv_sdk.tasks import TaskRecord
 from openenv_sdk.terminal_task import TASK_ENV_NAMES, TASK_ID_PATTERN, TASK_IMAGE_ENV, TerminalTaskSpec
 
@@ -187,6 +188,9 @@ SHLVL|SRANDOM|UID|_) ;;
 builtin trap __oe_save EXIT
 builtin eval "$__oe_cmd"
 """.replace("NAMES", _NAMES)
+
+SNAPSHOT_FOLDERS = ("work", "home", "state", "tmp")
+"""The session's folders a checkpoint keeps: the workspace, HOME, the shell's saved state, temp."""
 
 READ_FILE = 'builtin command -p cat -- "$1"'
 WRITE_FILE = (
@@ -396,21 +400,9 @@ class TerminalEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, Ter
 
     def _prepare(self, task: TerminalTask) -> None:
         """The session's folders, its files, and the task's setup (run as the agent would)."""
+        self._prepare_folders(task)
         sandbox = self._sandbox
         assert sandbox is not None
-        home = sandbox.make_dir("home")
-        sandbox.make_dir("state")
-        tmp = sandbox.make_dir("tmp")
-        (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
-        _give_contents(sandbox, home)
-        self._mounts = _account_files(sandbox, home) + _image_mounts(task)
-        if task.workdir:
-            self._mounts.append(Mount(source=sandbox.workspace, target=Path(task.workdir), writable=True))
-        if _shows_tmp(sandbox):
-            self._mounts.append(Mount(source=tmp, target=Path("/tmp"), writable=True))
-            self._tmpdir = "/tmp"
-        else:
-            self._tmpdir = str(tmp)
         if task.image and task.workdir:
             _copy_image_workdir(sandbox, Path(task.workdir))
         files = task.folder / "files"
@@ -436,6 +428,71 @@ class TerminalEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, Ter
             )
             if result.exit_code != 0:
                 raise RuntimeError(f"setup of task {task.id!r} failed:\n{result.render()}")
+
+    def _prepare_folders(self, task: TerminalTask) -> None:
+        """The session's folders (home, shell state, temp) and the mounts its commands get."""
+        sandbox = self._sandbox
+        assert sandbox is not None
+        home = sandbox.make_dir("home")
+        sandbox.make_dir("state")
+        tmp = sandbox.make_dir("tmp")
+        (home / ".gitconfig").write_text(GITCONFIG, encoding="utf-8")
+        _give_contents(sandbox, home)
+        self._mounts = _account_files(sandbox, home) + _image_mounts(task)
+        if task.workdir:
+            self._mounts.append(Mount(source=sandbox.workspace, target=Path(task.workdir), writable=True))
+        if _shows_tmp(sandbox):
+            self._mounts.append(Mount(source=tmp, target=Path("/tmp"), writable=True))
+            self._tmpdir = "/tmp"
+        else:
+            self._tmpdir = str(tmp)
+
+    # --- checkpoint and restore (the orchestrator's; see openenv_sdk.snapshots) ---------------
+
+    def snapshot(self, folder: Path) -> dict[str, Any]:
+        """The episode: its state, and the session's folders (workspace, home, the shell's saved
+        state, temp), copied once every process of the agent has ended (none outlives a command)."""
+        if self._sandbox is None or self._task is None:
+            raise SnapshotUnsupported("no episode to checkpoint: call reset first")
+        self._sandbox.kill_all()
+        root = self._sandbox.root
+        for name in SNAPSHOT_FOLDERS:
+            if (root / name).is_dir():
+                copy_tree(root / name, folder / name)
+        return {
+            "task_id": self._task.id,
+            "root": str(root),
+            "state": self.state.model_dump(mode="json"),
+            "episode_done": self.episode_done,
+        }
+
+    def restore(self, data: dict[str, Any], folder: Path) -> None:
+        """A new sandbox holding a copy of the checkpoint's folders; the shell's saved state (its
+        working directory, variables) names the new session's folder where it named the old."""
+        task = load_tasks().get(str(data.get("task_id")))
+        if task is None:
+            raise SnapshotUnsupported(f"the checkpoint's task {data.get('task_id')!r} is not among this server's tasks")
+        if task.image and os.environ.get(TASK_IMAGE_ENV) != task.id:
+            raise SnapshotUnsupported(f"task {task.id!r} brings its own image: restore it on a server of that image")
+        self._close_sandbox()
+        self._task = task
+        self._task_env = _image_env() if task.image else {}
+        self._sandbox = _new_sandbox("terminal")
+        try:
+            self._prepare_folders(task)
+            old_root, new_root = str(data["root"]), str(self._sandbox.root)
+            for name in SNAPSHOT_FOLDERS:
+                if (folder / name).is_dir():
+                    restore_tree(folder / name, self._sandbox, name)
+            rewrite_text(self._sandbox.root / "state" / "shell", old_root, new_root)
+        except BaseException:
+            self._close_sandbox()
+            raise
+        state = TerminalState.model_validate(data["state"])
+        if state.workdir is not None:
+            state.workdir = state.workdir.replace(old_root, new_root, 1)
+        self.state = state
+        self.episode_done = bool(data.get("episode_done"))
 
     # --- the agent's tools -------------------------------------------------------------
 
