@@ -8,6 +8,7 @@ tests/security as the agent's turn.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shlex
 from pathlib import Path
 from types import ModuleType
@@ -122,3 +123,19 @@ def coding_attack_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]
     calls = [{"name": "write_file", "arguments": {"path": solution_file, "content": files.pop("solution")}}]
     calls += [{"name": "write_file", "arguments": {"path": name, "content": text}} for name, text in files.items()]
     return {"content": None, "tool_calls": [*calls, {"name": "submit", "arguments": {}}]}
+
+
+def wordle_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> Any:
+    """Wins on even attempts, loses on odd ones (tests/evaluation's scripted policy)."""
+    from tests.evaluation.scripted_policy import act
+
+    return act(messages, tools, context)
+
+
+def coding_big_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> Any:
+    """The reference, and a file of random text beside it: a workspace over a small archive limit."""
+    turn = _CODING.act(messages, tools, context)
+    if context.turn > 0:
+        return turn
+    noise = {"name": "write_file", "arguments": {"path": "noise.txt", "content": os.urandom(48 * 1024).hex()}}
+    return {**turn, "tool_calls": [noise, *turn["tool_calls"]]}
