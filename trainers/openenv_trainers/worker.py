@@ -35,6 +35,9 @@ logprob at every mask-1 position, NaN elsewhere; never filled in), the group-rel
   `worker/paused_s`, `worker/pacing/...`); and per source (one server, on one
   node of a fleet): episodes in flight, finished, failed, timed out, restarts
   (`worker/source/<label>/...`, also `source_counters`).
+- Reward hacking (`WorkerConfig.monitor`, `openenv_sdk.monitor`, docs/monitor.md): each group's
+  episodes are checked host-side; `hacking/flagged` and `hacking/<signal>` (fractions of the
+  group's episodes) go to `metrics_queue`, and each sample carries `episode/hacking_flagged`.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from openenv_sdk.episode_config import EPISODE_RETRIES, EPISODE_TIMEOUT_S
+from openenv_sdk.monitor import EpisodeFlags, Monitor, step_metrics
 
 from ._aio import LoopThread
 from .advantages import GroupFilter, group_advantages
@@ -127,6 +131,9 @@ class WorkerConfig:
     """How often the scheduler looks for room to start a group."""
     pacing: PacingConfig = field(default_factory=PacingConfig)
     """Generation paced to the trainer's consumption (`PacingConfig(enabled=False)`: the static limits only)."""
+    monitor: Monitor | None = field(default_factory=Monitor)
+    """The reward-hacking monitor over each episode (`hacking/...` metrics); None: off. Give it the
+    environment's evidence hook: `Monitor(evidence=evidence_for("terminal"))`."""
 
     def __post_init__(self) -> None:
         if self.num_generations < 1:
@@ -501,6 +508,7 @@ class EnvRolloutWorker:
         if len(kept) < len(episodes):
             self._count("episodes_dropped_truncated", len(episodes) - len(kept))
         self._push_episode_metrics(episodes)
+        hacking = self._check_hacking(episodes)
         reason = cfg.group_filter.keep_group([e.reward for e in kept])
         trainable = 0 if reason is not None else sum(len(e.rows()) for e in kept)
         self.pacing.group_done(time.monotonic() - started, episodes=cfg.num_generations, samples=trainable)
@@ -520,7 +528,8 @@ class EnvRolloutWorker:
         for episode, advantage in zip(kept, advantages, strict=True):
             # One row per segment: a black-box agent's episode may hold several conversations.
             for segment in episode.rows():
-                samples += await self._put(self._sample(episode, segment, advantage, version, group_id, reward_std))
+                flags = hacking.get(id(episode))
+                samples += await self._put(self._sample(episode, segment, advantage, version, group_id, reward_std, flags))
         self._count("samples", samples)
 
     def _task_of(self, row: Mapping[str, Any], group_id: int) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
@@ -617,7 +626,14 @@ class EnvRolloutWorker:
         return None
 
     def _sample(
-        self, episode: EpisodeResult, row: Segment, advantage: float, version: int, group_id: int, reward_std: float
+        self,
+        episode: EpisodeResult,
+        row: Segment,
+        advantage: float,
+        version: int,
+        group_id: int,
+        reward_std: float,
+        flags: EpisodeFlags | None = None,
     ) -> Any:
         prompt_len = len(row.prompt_ids)
         return self._sample_type(
@@ -640,6 +656,7 @@ class EnvRolloutWorker:
                 "tools/failure_frequency": episode.tool_errors / episode.tool_calls if episode.tool_calls else 0.0,
                 "env/latency_s": episode.env_latency_s,
                 "episode/truncated": float(episode.truncated),
+                **({"episode/hacking_flagged": float(flags.flagged)} if flags is not None else {}),
             },
             enqueued_at=time.time(),
         )
@@ -696,6 +713,18 @@ class EnvRolloutWorker:
                 "worker/buffer_size": float(self.rollout_buffer.qsize()),
             }
         )
+
+    def _check_hacking(self, episodes: list[EpisodeResult]) -> dict[int, EpisodeFlags]:
+        """Each episode's reward-hacking flags (by `id`), and the group's `hacking/...` metrics pushed."""
+        monitor = self.config.monitor
+        if monitor is None or not episodes:
+            return {}
+        flags = {
+            id(e): monitor.check_messages(e.completion_messages, reward=e.reward, env=str(e.task.get("env", "")), task=e.task)
+            for e in episodes
+        }
+        self._push(step_metrics(list(flags.values()), signal_names=monitor.signal_names()))
+        return flags
 
     def _push_pacing_metrics(self) -> None:
         pacing = self.pacing.metrics()
