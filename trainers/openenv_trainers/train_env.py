@@ -63,7 +63,7 @@ class TrainEnvConfig:
     10 M parameters (the tiny model), 5e-5 above (SmolLM2-135M)."""
     warmup_batch: int = 4
     """Episodes per SFT step."""
-    grpo_steps: int = 4
+    grpo_steps: int = 6
     grpo_lr: float | None = None
     """The GRPO learning rate; default 1e-4 under 10 M parameters, 1e-5 above."""
     batch: int = 16
