@@ -34,6 +34,7 @@
     ├── PushError                    cli push: the folder cannot be published as it is
     ├── RecordRejected               evaluation: a line of episodes.jsonl no run wrote (also a ValueError)
     ├── OutputMismatch               evaluation: the output folder holds another run's episodes (a ValueError)
+    ├── ProfileError                 evaluation: a pass-rate profile that cannot be read (also a ValueError)
     └── HarborImportError            harbor: a task that cannot be imported; every reason (a ValueError)
         ├── HarborNameError          the task's name is not a Harbor identifier
         ├── HarborSizeError          part of the task is over a limit

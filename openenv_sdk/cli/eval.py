@@ -7,11 +7,12 @@ this module is the command's options and its output.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from ..episode_config import MAX_TURNS
-from ..evaluation import EPISODES_FILE, REPORT_FILE, SUMMARY_FILE
+from ..evaluation import EPISODES_FILE, PROFILE_FILE, REPORT_FILE, SUMMARY_FILE, task_profile
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._rollouts import (
     ApiKeyOpt,
@@ -49,6 +50,15 @@ from ._rollouts import (
 
 __all__ = ["eval"]
 
+ProfileOpt = Annotated[
+    bool,
+    typer.Option(
+        "--profile",
+        help="Also write OUTPUT/profile.json: each task's pass rate (passed / graded, at --pass-threshold), "
+        "for a trainer's curriculum (openenv_trainers.mixture).",
+    ),
+]
+
 
 def eval(
     env: EnvArg,
@@ -73,6 +83,7 @@ def eval(
     overwrite: OverwriteOpt = False,
     keep_state: KeepStateOpt = False,
     max_state_bytes: MaxStateBytesOpt = 4 * 1024 * 1024,
+    profile: ProfileOpt = False,
     request_timeout_s: RequestTimeoutOpt = 300.0,
     episode_timeout_s: EpisodeTimeoutOpt = 900.0,
     env_timeout_s: EnvTimeoutOpt = 60.0,
@@ -86,7 +97,8 @@ def eval(
     environment's tools (their schemas come from the server), or a local function
     (--policy scripted:MODULE:FUNCTION). Prints the mean reward, pass@k (the unbiased
     estimator, over tasks) and a per-task table; writes episodes.jsonl, summary.json and
-    report.md to --output (default evals/ENV/MODEL-TIME). Running again with the same --output
+    report.md to --output (default evals/ENV/MODEL-TIME), and with --profile profile.json (each
+    task's pass rate, which a training curriculum reads). Running again with the same --output
     resumes: episodes already there are not played again. Exit code: 0 every episode graded,
     1 an episode failed or the run could not start, 2 bad usage.
 
@@ -94,6 +106,7 @@ def eval(
         openenv eval environments/wordle --base-url http://localhost:8000/v1 --model Qwen/Qwen2.5-7B-Instruct -n 50 -r 4
         openenv eval environments/wordle --base-url https://api.openai.com/v1 --model gpt-4.1-mini --task 1000 --task 1001 -r 8 -k 1 -k 8
         openenv eval http://127.0.0.1:8001 --grader environments/wordle --policy scripted:my_policy:act --json
+        openenv eval environments/wordle --base-url http://localhost:8000/v1 --model my-model --split train -r 8 --profile
     """
     fmt = resolve_format(output_format, json_flag)
     name = model or (policy or "policy")
@@ -108,5 +121,11 @@ def eval(
     )  # fmt: skip
     result = run_rollouts(options, command="eval", fmt=fmt)
     out: Path = result.output
-    render_summary(result, fmt=fmt, files=[out / EPISODES_FILE, out / SUMMARY_FILE, out / REPORT_FILE])
+    files = [out / EPISODES_FILE, out / SUMMARY_FILE, out / REPORT_FILE]
+    if profile:
+        s = result.summary
+        files.append(
+            task_profile(result.records, env=s.env, model=s.model, pass_threshold=s.pass_threshold).write(out / PROFILE_FILE)
+        )
+    render_summary(result, fmt=fmt, files=files)
     raise typer.Exit(exit_code(result))

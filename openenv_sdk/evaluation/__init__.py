@@ -18,6 +18,7 @@ from ._dataset import chat_messages, dataset_rows, save_dataset
 from ._episode import openai_tools, play_episode, tool_result_text
 from ._metrics import RunSummary, TaskSummary, default_ks, pass_at_k, summarize
 from ._policy import ChatPolicy, Policy, PolicyTurn, ScriptedPolicy, TurnContext, load_policy
+from ._profile import PROFILE_FILE, PassRateProfile, ProfileError, TaskPassRate, task_profile
 from ._records import EpisodeLog, EpisodeRecord, PlannedEpisode, TurnTokens
 from ._report import markdown_report
 from ._run import EPISODES_FILE, REPORT_FILE, SUMMARY_FILE, OutputMismatch, RunResult, arun
@@ -27,6 +28,7 @@ from ._target import EnvTarget, plan_episodes
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "EPISODES_FILE",
+    "PROFILE_FILE",
     "REPORT_FILE",
     "SUMMARY_FILE",
     "ChatPolicy",
@@ -35,13 +37,16 @@ __all__ = [
     "EpisodeLog",
     "EpisodeRecord",
     "OutputMismatch",
+    "PassRateProfile",
     "PlannedEpisode",
     "Policy",
     "PolicyTurn",
+    "ProfileError",
     "RunConfig",
     "RunResult",
     "RunSummary",
     "ScriptedPolicy",
+    "TaskPassRate",
     "TaskSummary",
     "TurnContext",
     "TurnTokens",
@@ -60,5 +65,6 @@ __all__ = [
     "run_episodes",
     "save_dataset",
     "summarize",
+    "task_profile",
     "tool_result_text",
 ]

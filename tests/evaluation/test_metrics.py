@@ -52,9 +52,10 @@ def test_failed_episodes_are_left_out_of_every_number() -> None:
 def test_the_package_api() -> None:
     assert sorted(evaluation.__all__) == [
         "ChatPolicy", "DEFAULT_SYSTEM_PROMPT", "EPISODES_FILE", "EnvTarget", "EpisodeConfig", "EpisodeLog",
-        "EpisodeRecord", "OutputMismatch", "PlannedEpisode", "Policy", "PolicyTurn", "REPORT_FILE", "RunConfig",
-        "RunResult", "RunSummary", "SUMMARY_FILE", "ScriptedPolicy", "TaskSummary", "TurnContext", "TurnTokens",
+        "EpisodeRecord", "OutputMismatch", "PROFILE_FILE", "PassRateProfile", "PlannedEpisode", "Policy", "PolicyTurn",
+        "ProfileError", "REPORT_FILE", "RunConfig", "RunResult", "RunSummary", "SUMMARY_FILE", "ScriptedPolicy",
+        "TaskPassRate", "TaskSummary", "TurnContext", "TurnTokens",
         "arun", "chat_messages", "dataset_rows", "default_ks", "load_grader", "load_policy", "markdown_report", "observation_text",
         "openai_tools", "pass_at_k", "plan_episodes", "play_episode", "run_episodes", "save_dataset", "summarize",
-        "tool_result_text",
+        "task_profile", "tool_result_text",
     ]  # fmt: skip
