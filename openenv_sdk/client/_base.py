@@ -86,10 +86,12 @@ StateT = TypeVar("StateT", bound=State)
 _ENDS_CONNECTION = frozenset({"CAPACITY_REACHED", "SESSION_ERROR"})
 """Error codes after which the server closes the WebSocket (capacity at connect, idle reaper)."""
 
-_ALLOWED_AFTER_LOSS = frozenset({"reset", "session"})
+_ALLOWED_AFTER_LOSS = frozenset({"reset", "session", "restore", "drop_checkpoint"})
 """Requests that still make sense once the episode is lost: they do not pretend it continues."""
 
-_RETRY_AFTER_SENT = frozenset({"reset", "session"})
+_CHECKPOINT_CODES = frozenset({"CHECKPOINT_NOT_FOUND", "CHECKPOINT_LIMIT", "SNAPSHOT_UNSUPPORTED"})
+
+_RETRY_AFTER_SENT = frozenset({"reset", "session", "restore"})
 """Requests that may be sent again on a new session after their connection dropped mid-way."""
 
 
@@ -706,6 +708,28 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         return data["result"]
 
     # --- the episode record -------------------------------------------------------------------
+
+    def _sibling_kwargs(self) -> dict[str, Any]:
+        """What a client of the same server, session of its own, is built with (`fork`)."""
+        token = self._auth_headers().get("Authorization", "").removeprefix("Bearer ") or None
+        options = dataclasses.asdict(self._options)
+        options["orchestrator_token"] = token
+        if not self._generic:
+            options["env_cls"] = self._env_cls
+        return options
+
+    def _checkpoint_error(self, error: ServerError) -> ServerError:
+        """A refused checkpoint verb as `CheckpointError` (its code kept); any other error as it is."""
+        if error.code in _CHECKPOINT_CODES:
+            from ..snapshots import CheckpointError
+
+            return CheckpointError(str(error.args[0]), code=error.code, details=error.details)
+        return error
+
+    def _record_restore(self, handle: str, state: dict[str, Any]) -> None:
+        self._lost = None
+        self._episode_active = True
+        self.trajectory = Trajectory(task={"restored_from": handle}, initial_observation={"state": state})
 
     def _record_reset(self, task: dict[str, Any], data: dict[str, Any]) -> None:
         self._lost = None

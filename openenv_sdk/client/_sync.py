@@ -18,6 +18,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .. import tracing
 from ..errors import ClientStateError, ProviderError, RequestTimeout, ServerError, TransportError
+from ..snapshots import CheckpointInfo, RestoredInfo
 from ..tasks import ServedTask, TaskSplit
 from ..types import SchemaResponse, SessionInfo
 from ._base import (
@@ -194,6 +195,83 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """
         with self._lock:
             return self._parse_call(self._exchange("call", {"name": name, "arguments": arguments}))
+
+    # --- checkpoint, restore, fork (orchestrator-only; see docs/fork.md) ------------------------
+
+    def checkpoint(self) -> CheckpointInfo:
+        """Keep the episode as it stands (environment state and the session's workspace) on the
+        server, under an opaque handle that `restore` takes, on any session of a server of the
+        same environment and checkpoint store, also after the server restarted.
+
+        Raises:
+            CheckpointError: the environment cannot snapshot (`SNAPSHOT_UNSUPPORTED`) or the
+                store is full (`CHECKPOINT_LIMIT`).
+            SessionError: no episode (call `reset()` first).
+        """
+        with self._lock:
+            try:
+                data = self._exchange("checkpoint", {})
+            except ServerError as e:
+                raise self._checkpoint_error(e) from None
+            return CheckpointInfo.model_validate(data)
+
+    def restore(self, handle: str | CheckpointInfo) -> RestoredInfo:
+        """Continue a checkpoint's episode in this client's session (its own episode, if any, is
+        replaced): the next steps observe exactly what the checkpointed session's would.
+
+        Raises:
+            CheckpointError: unknown handle (`CHECKPOINT_NOT_FOUND`), or of another environment.
+        """
+        name = handle.handle if isinstance(handle, CheckpointInfo) else handle
+        with self._lock:
+            try:
+                data = self._exchange("restore", {"handle": name})
+            except ServerError as e:
+                raise self._checkpoint_error(e) from None
+            info = RestoredInfo.model_validate(data)
+            self._record_restore(name, info.state)
+            return info
+
+    def drop_checkpoint(self, handle: str | CheckpointInfo) -> None:
+        """Forget a checkpoint on the server (its files are removed; its handle no longer restores).
+
+        Raises:
+            CheckpointError: unknown handle (`CHECKPOINT_NOT_FOUND`).
+        """
+        name = handle.handle if isinstance(handle, CheckpointInfo) else handle
+        with self._lock:
+            try:
+                self._exchange("drop_checkpoint", {"handle": name})
+            except ServerError as e:
+                raise self._checkpoint_error(e) from None
+
+    def fork(self, n: int = 1) -> list[Self]:
+        """`n` new clients of the same server, each in a session of its own that continues this
+        episode from where it stands (a checkpoint restored `n` times, then dropped). This
+        client's episode goes on unchanged. Close the copies when done (`with` each).
+
+        Raises:
+            ValueError: `n` is below 1.
+            CheckpointError: as `checkpoint` and `restore`.
+        """
+        if n < 1:
+            raise ValueError(f"fork needs n >= 1 copies, got {n}")
+        info = self.checkpoint()
+        copies: list[Self] = []
+        try:
+            kwargs = self._sibling_kwargs()
+            for _ in range(n):
+                copy = type(self)(self._base_url, **kwargs)
+                copies.append(copy)
+                copy.restore(info.handle)
+                copy.trajectory = self.trajectory.model_copy(deep=True)
+        except BaseException:
+            for copy in copies:
+                copy.close()
+            raise
+        finally:
+            self.drop_checkpoint(info.handle)
+        return copies
 
     def session(self) -> SessionInfo:
         """The session: its id and the MCP token that binds an agent to this episode."""
