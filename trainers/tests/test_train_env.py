@@ -4,6 +4,8 @@ template), its oracle's episodes, an SFT warm-up and GRPO steps, on the CPU with
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +124,24 @@ def test_bad_configurations_are_refused_with_the_fix(tmp_path: Path) -> None:
     assert load_manifest(tmp_path / "plain").oracle is None
     with pytest.raises(ValueError, match="names no oracle: add `oracle: oracle.py:act`"):
         train_env.train_env(train_env.TrainEnvConfig(env_dir=tmp_path / "plain", out=tmp_path / "o"))
+
+
+def test_the_three_command_form_warms_up_on_an_openenv_collect_output(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """`openenv collect --policy scripted:...` then `train_env --episodes DIR`: the same records, no collecting."""
+    env_dir = _scaffold_with_oracle(tmp_path)
+    collected = tmp_path / "data"
+    openenv = Path(sys.executable).parent / "openenv"
+    subprocess.run(
+        [str(openenv), "collect", str(env_dir), "--policy", f"scripted:{env_dir / 'oracle.py'}:act", "-n", "12", "-o", str(collected),
+         "--format", "quiet"],
+        check=True, timeout=300, capture_output=True,
+    )  # fmt: skip
+    out = tmp_path / "out"
+    report = train_env.main(
+        [str(env_dir), "--episodes", str(collected), "--model", str(tiny_model_dir), "--out", str(out), "--cpu",
+         "--eval-episodes", "4", "--warmup-steps", "2", "--grpo-steps", "0"]
+    )  # fmt: skip
+    assert report.oracle == f"episodes:{collected}" and report.oracle_episodes == 8
+    assert len(report.warmup_losses) == 2 and report.grpo_steps == []
+    assert [m.episodes for m in report.measurements] == [4, 4, 4]
+    assert not (out / "oracle").exists()  # nothing collected again
