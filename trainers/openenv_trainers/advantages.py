@@ -4,6 +4,11 @@ A group is the episodes of one task (same task, same seed), sampled from the sam
 episode's advantage is its reward's distance from the group mean, in units of the group's
 standard deviation, as TRL's `_score_group` computes it: `(r - mean) / (std + eps)` with the
 population std. The advantages of a group sum to zero.
+
+A failed episode (`openenv_sdk.failures`: a reset that failed, a sandbox killed while grading, a
+judge that answered HTTP 500) has no reward, never a 0: `surviving_advantages` computes the
+group's advantages on the episodes that survive alone, and drops a group left with fewer than
+`min_group_size` of them.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["GroupFilter", "group_advantages"]
+__all__ = ["GroupFilter", "group_advantages", "surviving_advantages"]
 
 
 def group_advantages(rewards: Sequence[float], *, scale: bool = True, eps: float = 1e-8) -> list[float]:
@@ -36,6 +41,23 @@ def group_advantages(rewards: Sequence[float], *, scale: bool = True, eps: float
         return centered
     std = math.sqrt(math.fsum(c * c for c in centered) / len(rewards))
     return [c / (std + eps) for c in centered]
+
+
+def surviving_advantages(
+    rewards: Sequence[float | None], *, scale: bool = True, eps: float = 1e-8, min_group_size: int = 2
+) -> list[float | None] | None:
+    """The advantages of one group whose failed episodes have no reward (None): each survivor's
+    advantage is as if the failed ones had never run; failed ones get None. None when fewer than
+    `min_group_size` survive (the group is dropped: counted, never trained on).
+
+    Raises:
+        ValueError: a surviving reward is not finite.
+    """
+    survivors = [r for r in rewards if r is not None]
+    if len(survivors) < max(min_group_size, 1):
+        return None
+    advantages = iter(group_advantages(survivors, scale=scale, eps=eps))
+    return [None if r is None else next(advantages) for r in rewards]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from openenv_sdk.episode_config import EpisodeLimits
-from openenv_sdk.errors import ToolCallError
+from openenv_sdk.errors import EpisodeFailed, ToolCallError
+from openenv_sdk.failures import Failure, classify
 from openenv_sdk.rubric import agrade
 
 from .accounting import TokenLedger
@@ -111,6 +112,11 @@ class EpisodeResult:
     reward_components: dict[str, float] = field(default_factory=dict)
     truncated: bool = False
     """A turn hit `max_tokens`, the token budget ran out, or the policy still called tools after `max_turns`."""
+    policy_timeout: bool = False
+    """The policy still called tools after `max_turns`: its own timeout, graded as usual (not a failure)."""
+    failure: Failure | None = None
+    """Set on an episode that failed (`openenv_sdk.failures`): its reward is NaN and it is never trained
+    on; only the `rollout_func` returns such episodes (as rows TRL leaves out), the worker drops them."""
     turns: int = 0
     tool_calls: int = 0
     tool_errors: int = 0
@@ -178,7 +184,9 @@ async def run_episode(
         seed: the reset seed; episodes of one group share it.
 
     Raises:
-        openenv_sdk.errors.OpenEnvError: the environment failed (reset, transport, grading);
+        openenv_sdk.errors.EpisodeFailed: the reset failed (cause `reset`) or grading could not
+            decide (its cause): no reward, never a 0.
+        openenv_sdk.errors.OpenEnvError: the environment failed (transport, a tool's server);
             a tool that fails is not an error, its message is the tool's result.
         GenerationError: the backend failed or returned unusable logprobs.
         AccountingError: the chat template cannot extend the conversation.
@@ -187,7 +195,10 @@ async def run_episode(
     env_s = 0.0
     reset_args = {**task, **({"seed": seed} if seed is not None else {})}
     t0 = time.monotonic()
-    await session.reset(**reset_args)
+    try:
+        await session.reset(**reset_args)
+    except Exception as e:  # no episode: a reset failure, never a reward
+        raise EpisodeFailed(classify(e, stage="reset")) from e
     env_s += time.monotonic() - t0
 
     stop = tuple(config.sampling.stop_token_ids) or (tokenizer.eos_token_id,)
@@ -200,7 +211,7 @@ async def run_episode(
         chat_template_kwargs=config.chat_template_kwargs,
         end_of_turn_ids=stop,
     )
-    truncated = False
+    truncated = policy_timeout = False
     turns = tool_calls = tool_errors = 0
     generation_s = 0.0
     while True:
@@ -221,7 +232,7 @@ async def run_episode(
         if not calls:
             break
         if turns >= config.max_turns:
-            truncated = True
+            truncated = policy_timeout = True
             break
         results = []
         for call in calls:
@@ -248,6 +259,7 @@ async def run_episode(
         reward=float(score.value),
         reward_components=dict(score.components),
         truncated=truncated,
+        policy_timeout=policy_timeout,
         turns=turns,
         tool_calls=tool_calls,
         tool_errors=tool_errors,

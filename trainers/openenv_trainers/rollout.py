@@ -14,6 +14,12 @@ asks for, per rollout:
 - `env_mask`: 1 on the tokens the policy sampled, 0 on tool results and chat scaffolding;
 - `env_reward`: the host-side grader's reward, a column that reaches reward functions
   (`env_reward` below passes it through), plus `env_truncated`, `env_turns`, `env_tool_calls`;
+- `env_failure`: None, or the cause of an episode that failed after its retries (`reset`,
+  `sandbox`, `judge`, `grader`, `timeout`, `infrastructure`; docs/failures.md). A failed episode is
+  never a reward: its `env_reward` is None (so `env_reward` gives TRL None, and TRL leaves the row
+  out of its group's mean and std and gives it advantage 0), its completion is one end-of-turn
+  token with `env_mask` 0 (nothing to train on). Other reward functions must return None where
+  `env_failure` is set (TRL excludes a row only when every function does);
 - `tool_output_mask`: 1 on the body tokens of tool outputs, and `tool_output_names`: the tool of
   each such token (None elsewhere), both parallel to `completion_ids`, for the supervised term on
   tool outputs (`sft.SFTOnToolOutputsGRPOTrainer` takes them out of the reward columns).
@@ -32,15 +38,17 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from openenv_sdk.episode_config import EPISODE_RETRIES, EPISODE_TIMEOUT_S, MAX_TURNS
+from openenv_sdk.failures import Failure, FailureCause, classify
 
 from ._aio import LoopThread
 from .chat import tool_schemas
 from .episode import EpisodeConfig, EpisodeResult, run_episode
-from .errors import EpisodeError, EpisodeTimeout
+from .errors import EpisodeTimeout
 from .generation.base import GenerationBackend, SamplingParams
 from .sources import EnvSource
 from .tasks import split_task
@@ -48,9 +56,10 @@ from .tasks import split_task
 __all__ = ["EnvRolloutFunc", "env_reward"]
 
 
-def env_reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float | None]:
-    """A TRL reward function that passes the environment's (host-side graded) reward through."""
-    return [float(r) for r in env_reward]
+def env_reward(completions: list[Any], env_reward: list[float | None], **kwargs: Any) -> list[float | None]:
+    """A TRL reward function that passes the environment's (host-side graded) reward through; None
+    for a failed episode (TRL then leaves it out of its group's advantages)."""
+    return [None if r is None or math.isnan(r) else float(r) for r in env_reward]
 
 
 class EnvRolloutFunc:
@@ -85,7 +94,7 @@ class EnvRolloutFunc:
             seed: mixed into each group's reset seed (when the task gives none).
             episode_timeout_s: the longest one episode may take, in seconds.
             episode_retries: how many times a failed episode (environment error, timeout) is run
-                again on a fresh session before the step fails.
+                again on a fresh session; after them it is a failed row (`env_failure`), never a reward.
         """
         self.source = source
         self.rubric = rubric if rubric is not None else source.grader()
@@ -101,6 +110,8 @@ class EnvRolloutFunc:
         self._sessions: list[Any] = []
         self._tools: list[dict[str, Any]] | None = None
         self._calls = 0
+        self.failures = 0
+        """Episodes that failed after their retries, over every call (each a row with `env_failure`)."""
 
     # --- TRL's entry point --------------------------------------------------------------------
 
@@ -123,7 +134,8 @@ class EnvRolloutFunc:
             "completion_ids": [e.completion_ids for e in episodes],
             "logprobs": [e.completion_logprobs for e in episodes],
             "env_mask": [e.completion_mask for e in episodes],
-            "env_reward": [e.reward for e in episodes],
+            "env_reward": [None if e.failure is not None else e.reward for e in episodes],
+            "env_failure": [e.failure.cause.value if e.failure is not None else None for e in episodes],
             "env_truncated": [e.truncated for e in episodes],
             "env_turns": [e.turns for e in episodes],
             "env_tool_calls": [e.tool_calls for e in episodes],
@@ -261,12 +273,41 @@ class EnvRolloutFunc:
                     raise  # generation and accounting errors are not the environment's: no retry
                 if attempt == self.episode_retries:
                     if timed_out:
-                        raise EpisodeTimeout(f"episode {index} (task {task}) ran past {self.episode_timeout_s:g} s") from e
-                    raise EpisodeError(f"episode {index} (task {task}) failed: {type(e).__name__}: {e}") from e
+                        message = f"episode {index} (task {task}) ran past {self.episode_timeout_s:g} s"
+                        failure = Failure(cause=FailureCause.TIMEOUT, stage="episode", message=message, error_type="TimeoutError")
+                    else:
+                        failure = classify(e, stage="episode")
+                    self.failures += 1
+                    return await _failed_episode(messages, task, seed, tokenizer, self._tools or [], config, failure)
                 with contextlib.suppress(Exception):
                     await session.aclose()
                 self._sessions[index] = self.source.async_client()
         raise AssertionError("unreachable")
+
+
+async def _failed_episode(
+    messages: list[dict[str, Any]],
+    task: dict[str, Any],
+    seed: int,
+    tokenizer: Any,
+    tools: list[dict[str, Any]],
+    config: EpisodeConfig,
+    failure: Failure,
+) -> EpisodeResult:
+    """The row of a failed episode: its prompt, one end-of-turn token that nothing trains on, no reward."""
+    template = {"chat_template": config.chat_template} if config.chat_template else {}
+    prompt_ids = await asyncio.to_thread(
+        tokenizer.apply_chat_template, messages, tools=tools or None, add_generation_prompt=True, tokenize=True,
+        **template, **config.chat_template_kwargs,
+    )  # fmt: skip
+    if isinstance(prompt_ids, Mapping):  # newer tokenizers answer a BatchEncoding
+        prompt_ids = prompt_ids["input_ids"]
+    stop = config.sampling.stop_token_ids[0] if config.sampling.stop_token_ids else tokenizer.eos_token_id
+    return EpisodeResult(
+        task=dict(task), seed=seed, prompt_ids=list(prompt_ids), completion_ids=[stop], completion_mask=[0],
+        completion_logprobs=[math.nan], messages=list(messages), prompt_message_count=len(messages),
+        completion_tool_output_mask=[0], completion_tool_names=[None], failure=failure,
+    )  # fmt: skip
 
 
 def _environment_failure(error: BaseException) -> bool:

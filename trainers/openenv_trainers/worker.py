@@ -26,10 +26,20 @@ logprob at every mask-1 position, NaN elsewhere; never filled in), the group-rel
   groups already stale when they finish are not enqueued, and `update_model_version` purges the
   buffer; both counted in `worker/dropped_stale`, against `worker/generated` (every sample the
   finished episodes made).
+- Failures are never rewards (docs/failures.md): an episode whose reset failed, whose sandbox was
+  killed while grading, whose judge answered HTTP 500 is left out of its group, which is trained
+  on the episodes that survive alone (a group left with fewer than `GroupFilter.min_group_size` is
+  dropped, `worker/groups_dropped_too_small`); each is counted by cause (`worker/failures/<cause>`)
+  and kept in `failures` (group id, `Failure`). A judge or grader failure is not the source's:
+  it does not count against its circuit breaker.
 - Resilience: every episode has a timeout; a failed episode is retried on a fresh session; each
   source has a circuit breaker that restarts its server (container or process) after
   `breaker_failures` failures in a row; `check_health` raises `WorkerStuck` or `WorkerStarved`
   with the cause.
+- Mixtures (`sources=EnvMixture(...)`, `openenv_trainers.mixture`): several environments, each
+  with its servers, tasks, grader and weight; each group's environment keeps the mix at the
+  weights, its task can follow a curriculum by pass rate, and each environment's rewards, pass
+  rates and groups are reported as `worker/source/<name>/...`.
 - Metrics (`metrics_queue`): reward mean and std, episode length, turns, tool calls and errors,
   environment latency, truncation, drops, failures, restarts; pacing (`worker/admitted`,
   `worker/paused_s`, `worker/pacing/...`); and per source (one server, on one
@@ -61,6 +71,7 @@ from typing import Any
 import numpy as np
 
 from openenv_sdk.episode_config import EPISODE_RETRIES, EPISODE_TIMEOUT_S
+from openenv_sdk.failures import Failure, FailureCause, classify
 from openenv_sdk.monitor import EpisodeFlags, Monitor, step_metrics
 
 from ._aio import LoopThread
@@ -74,6 +85,7 @@ from .errors import (
     WorkerStarved,
     WorkerStuck,
 )
+from .mixture import Draw, EnvMixture
 from .pacing import AdmissionController, PacedQueue, PacingConfig
 from .source_counters import SourceCounters, source_labels
 from .sources import EnvSource
@@ -81,6 +93,9 @@ from .tasks import split_task
 from .trl_env import TRL_COLUMNS
 
 __all__ = ["CircuitBreaker", "EnvRolloutWorker", "SourceCounters", "WorkerConfig", "rollout_sample_type"]
+
+_NOT_THE_SOURCES = frozenset({FailureCause.JUDGE, FailureCause.GRADER})
+"""Failures that do not count against a source's circuit breaker."""
 
 logger = logging.getLogger(__name__)
 
@@ -222,10 +237,10 @@ class EnvRolloutWorker:
     def __init__(
         self,
         *,
-        sources: EnvSource | list[EnvSource],
+        sources: EnvSource | list[EnvSource] | EnvMixture,
         backend: Any,
         tokenizer: Any,
-        tasks: Iterable[Mapping[str, Any]],
+        tasks: Iterable[Mapping[str, Any]] | None = None,
         rubric: Any | None = None,
         config: WorkerConfig | None = None,
         episode_runner: Any | None = None,
@@ -233,7 +248,9 @@ class EnvRolloutWorker:
         """Describe the worker; nothing runs until `start()`.
 
         Args:
-            sources: the environment servers episodes run on (each with its own circuit breaker).
+            sources: the environment servers episodes run on (each with its own circuit breaker); or
+                an `EnvMixture` of several environments, each with its servers, tasks, grader and
+                weight (`tasks` and `rubric` are then its own; see `openenv_trainers.mixture`).
             backend: a generation backend (`CompletionsClient` for vLLM, `TransformersBackend`).
             tokenizer: the policy's tokenizer, with a tool-calling chat template.
             tasks: dataset rows (`prompt` plus task fields, as `tasks.task_row` makes them),
@@ -244,13 +261,20 @@ class EnvRolloutWorker:
                 with the same arguments plus `host_address`; e.g. `intercept.AgentEpisodeRunner`
                 for a black-box agent whose model calls are intercepted.
         """
+        self.mixture: EnvMixture | None = None
+        if isinstance(sources, EnvMixture):
+            if tasks is not None or rubric is not None:
+                raise ValueError("a mixture's sources carry their own tasks and rubric: leave tasks= and rubric= out")
+            self.mixture, sources = sources, sources.env_sources
+        elif tasks is None:
+            raise ValueError("the worker needs tasks= (dataset rows), or an EnvMixture as sources=")
         self.sources = [sources] if isinstance(sources, EnvSource) else list(sources)
         if not self.sources:
             raise ValueError("the worker needs at least one EnvSource")
         self.backend = backend
         self.tokenizer = tokenizer
-        self.tasks = tasks
-        self.rubric = rubric if rubric is not None else self.sources[0].grader()
+        self.tasks = tasks if tasks is not None else []
+        self.rubric = rubric if rubric is not None or self.mixture is not None else self.sources[0].grader()
         self.config = config or WorkerConfig()
         self.episode_runner = episode_runner
         self.pacing = AdmissionController(
@@ -303,6 +327,8 @@ class EnvRolloutWorker:
             0,
         )
         """Totals since `start()`, also pushed to `metrics_queue` as they change."""
+        self.failures: collections.deque[tuple[int, Failure]] = collections.deque(maxlen=100_000)
+        """The latest failed episodes (after their retries too): (group id, failure), oldest first."""
 
     @property
     def source_counters(self) -> dict[str, SourceCounters]:
@@ -328,7 +354,10 @@ class EnvRolloutWorker:
             return
         if self.config.check_server and hasattr(self.backend, "check_server"):
             self.backend.check_server()
-        self._tools = tool_schemas(self.sources[0].tools())
+        if self.mixture is not None:
+            self.mixture.load_tools()
+        else:
+            self._tools = tool_schemas(self.sources[0].tools())
         now = time.time()
         self._heartbeat = self._last_progress = now
         self._stopping.clear()
@@ -438,7 +467,9 @@ class EnvRolloutWorker:
 
         return done
 
-    def _rows(self) -> Iterator[Mapping[str, Any]]:
+    def _rows(self) -> Iterator[Mapping[str, Any] | Draw]:
+        while self.mixture is not None:  # each group's task from the mixture (its weights, its curriculum)
+            yield self.mixture.draw()
         while True:
             empty = True
             for row in self.tasks:
@@ -489,13 +520,18 @@ class EnvRolloutWorker:
         finally:
             state.restarting = False
 
-    async def _run_group(self, group_id: int, row: Mapping[str, Any], version: int) -> None:
+    async def _run_group(self, group_id: int, row: Mapping[str, Any] | Draw, version: int) -> None:
         cfg = self.config
         started = time.monotonic()
+        draw = row if isinstance(row, Draw) else None
         try:
-            messages, task, seed = self._task_of(row, group_id)
-            results = await asyncio.gather(*(self._episode(messages, task, seed) for _ in range(cfg.num_generations)))
+            messages, task, seed = self._task_of(row.row if isinstance(row, Draw) else row, group_id)
+            results = await asyncio.gather(
+                *(self._episode(messages, task, seed, group_id, draw) for _ in range(cfg.num_generations))
+            )
         finally:
+            if draw is not None and self.mixture is not None:
+                self.mixture.release(draw)
             self._inflight -= cfg.num_generations
             self._inflight_by_version[version] -= cfg.num_generations
             if self._inflight_by_version[version] <= 0:
@@ -510,6 +546,9 @@ class EnvRolloutWorker:
         self._push_episode_metrics(episodes)
         hacking = self._check_hacking(episodes)
         reason = cfg.group_filter.keep_group([e.reward for e in kept])
+        if draw is not None and self.mixture is not None:  # per-source metrics; the task's pass rate
+            self._push(self.mixture.record(draw, [e.reward for e in kept], trained=reason is None,
+                                           zero_variance=reason == "zero_variance"))  # fmt: skip
         trainable = 0 if reason is not None else sum(len(e.rows()) for e in kept)
         self.pacing.group_done(time.monotonic() - started, episodes=cfg.num_generations, samples=trainable)
         self._push_pacing_metrics()
@@ -547,12 +586,14 @@ class EnvRolloutWorker:
             seed = int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
         return messages, task, int(seed)
 
-    async def _episode(self, messages: list[dict[str, Any]], task: dict[str, Any], seed: int) -> EpisodeResult | None:
+    async def _episode(
+        self, messages: list[dict[str, Any]], task: dict[str, Any], seed: int, group_id: int = -1, draw: Draw | None = None
+    ) -> EpisodeResult | None:
         episode_id = next(self._episode_ids)
         self._episode_started[episode_id] = time.time()
         try:
             for _attempt in range(self.config.episode_retries + 1):
-                state = await self._pick_source()
+                state = await self._pick_source(draw.env_sources if draw is not None else None)
                 if state is None:
                     return None
                 made_at, session = await state.acquire()
@@ -573,8 +614,8 @@ class EnvRolloutWorker:
                             self.tokenizer,
                             prompt=messages,
                             task=task,
-                            tools=self._tools or [],
-                            rubric=self.rubric,
+                            tools=draw.tools if draw is not None else self._tools or [],
+                            rubric=draw.rubric if draw is not None else self.rubric,
                             config=self.config.episode,
                             seed=seed,
                             **extra,
@@ -596,10 +637,16 @@ class EnvRolloutWorker:
                         counters.timeouts += 1
                     else:
                         counters.failures += 1
+                    failure = classify(e, stage="episode")
+                    self._count(f"failures/{failure.cause.value}")
+                    self.failures.append((group_id, failure))
                     self._consecutive_failures += 1
                     self._last_failure = e
                     self._last_progress = time.time()
-                    # A session of a server that was restarted since fails by design: not news.
+                    # A session of a server that was restarted since fails by design: not news; a
+                    # judge or a grader that failed says nothing of the source's health.
+                    if failure.cause in _NOT_THE_SOURCES:
+                        continue
                     if made_at == state.source.generation and state.breaker.failure(e):
                         logger.warning("circuit breaker of %s opened: %r", state.source, e)
                     continue
@@ -616,11 +663,11 @@ class EnvRolloutWorker:
         finally:
             self._episode_started.pop(episode_id, None)
 
-    async def _pick_source(self) -> _SourceState | None:
+    async def _pick_source(self, among: list[EnvSource] | None = None) -> _SourceState | None:
         while not self._stopping.is_set():
             for _ in range(len(self._states)):
                 state = self._states[next(self._round_robin)]
-                if not state.breaker.is_open:
+                if not state.breaker.is_open and (among is None or state.source in among):
                     return state
             await asyncio.sleep(self.config.poll_interval_s * 5)
         return None

@@ -29,7 +29,8 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMes
 from openai.types.chat.chat_completion import Choice
 
 from openenv_sdk.episode_config import MAX_TURNS, EpisodeLimits
-from openenv_sdk.errors import ToolCallError
+from openenv_sdk.errors import EpisodeFailed, ToolCallError
+from openenv_sdk.failures import classify
 from openenv_sdk.prompt import observation_text
 from openenv_sdk.rubric import Rubric, agrade
 
@@ -78,13 +79,20 @@ class OpenEnvRollout:
         default the reset observation's text) played by `model`; returns its trajectory.
 
         Raises:
-            openenv_sdk.errors.OpenEnvError: the environment could not be reset, reached or graded.
+            openenv_sdk.errors.EpisodeFailed: the reset failed or grading could not decide (its
+                `failure.cause`; docs/failures.md): never a reward. ART's gather keeps the error in
+                the group's `exceptions` and the group's trajectories are the survivors, on which
+                ART computes the advantages (a failure is never a 0 in the group's mean).
+            openenv_sdk.errors.OpenEnvError: the environment could not be reached.
         """
         source = self.source
         if source.fleet is None:  # a folder's or image's server starts off the event loop (a fleet is running)
             await asyncio.to_thread(source.start)
         async with source.async_client() as session:
-            result = await session.reset(**dict(task.get("reset") or {}))
+            try:
+                result = await session.reset(**dict(task.get("reset") or {}))
+            except Exception as e:  # no episode: a reset failure, never a reward
+                raise EpisodeFailed(classify(e, stage="reset")) from e
             # OpenAI's shapes, built as plain dicts: these are the TypedDicts the openai client declares
             tools = cast("list[ChatCompletionFunctionToolParam]", tool_schemas((await session.schema()).tools))
             messages = cast("list[ChatCompletionMessageParam]", self._prompt(task.get("prompt"), result.observation))

@@ -20,6 +20,12 @@ extras=row["env_extras"])`), calls `init(prompt)`, then `step(model_text)` until
   session, its score is the step's reward (earlier steps give 0), and the session is closed.
 
 Token ids and logprobs stay SkyRL's (its generator is token-in, token-out); this env only sees text.
+
+A failure is never a reward (docs/failures.md): a reset that fails raises `EpisodeFailed` (cause
+`reset`) from `init`, and grading that cannot decide (a sandbox killed, a judge's HTTP 500)
+raises `EpisodeFailed` from the last `step`, its cause in `failure` too, after the session is
+closed. The trajectory has no reward: it must not enter its group's advantages (the GRPO of the
+group's surviving trajectories, `openenv_trainers.advantages.surviving_advantages`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from openenv_sdk.errors import ToolCallError
+from openenv_sdk.errors import EpisodeFailed, ToolCallError
+from openenv_sdk.failures import Failure, classify
 from openenv_sdk.prompt import observation_text
 from openenv_sdk.rubric import Score, grade
 
@@ -112,6 +119,8 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
         """The server's tools as OpenAI function schemas (after `init`)."""
         self.score: Score | None = None
         """The grader's score, once the episode is done."""
+        self.failure: Failure | None = None
+        """Why the episode has no reward, when it failed (reset or grading)."""
         self.tool_calls = 0
         self.tool_errors = 0
 
@@ -120,13 +129,18 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
         user message, the reset observation as one).
 
         Raises:
-            openenv_sdk.errors.OpenEnvError: the environment could not be reached or reset.
+            openenv_sdk.errors.EpisodeFailed: the environment could not be reset (cause `reset`):
+                no episode, no reward.
         """
         self.close()
         self.session = self.source.client()
         try:
             result = self.session.reset(**self.reset_kwargs)
             self.tools = tool_schemas(self.session.schema().tools)
+        except Exception as e:
+            self.close()
+            self.failure = classify(e, stage="reset")
+            raise EpisodeFailed(self.failure) from e
         except BaseException:
             self.close()
             raise
@@ -146,6 +160,7 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
 
         Raises:
             RuntimeError: `step` before `init`, or after the episode ended.
+            openenv_sdk.errors.EpisodeFailed: grading could not decide (its cause in `failure`).
             openenv_sdk.errors.OpenEnvError: the environment failed (a failing tool does not:
                 its message is the observation).
         """
@@ -185,6 +200,9 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
     def _finish(self) -> float:
         try:
             self.score = grade(self.grader, self.session)
+        except EpisodeFailed as e:
+            self.failure = e.failure
+            raise
         finally:
             self.close()
         return float(self.score.value)
@@ -193,6 +211,8 @@ class OpenEnvSkyRLEnv(BaseTextEnv):
         metrics: dict[str, Any] = {"tool_calls": self.tool_calls, "tool_errors": self.tool_errors, "turns": self.turns}
         if self.score is not None:
             metrics.update({f"openenv/{k}": v for k, v in self.score.components.items()})
+        if self.failure is not None:
+            metrics[f"openenv/failure/{self.failure.cause.value}"] = 1
         return metrics
 
     def close(self) -> None:

@@ -20,7 +20,12 @@ which re-exports the three classes verifiers looks up in a taskset package's `__
 The grader runs in the eval (or prime-rl env-server) process, never where the agent runs.
 Failures are typed: a bad config raises `ValueError` at load, an environment that cannot be
 reset or graded raises `openenv_sdk.errors.OpenEnvError` inside `run()`, which verifiers records
-as the episode's `EnvError`.
+as the episode's `EnvError`. A failure is never a reward (docs/failures.md): a reset that failed,
+a sandbox killed while grading, a judge's HTTP 500 raise `EpisodeFailed`, whose message starts
+with the cause (`judge failure at grading: ...`); the trace records no reward, is not `ok`, and
+carries the metric `openenv/failure/<cause>` when it got that far. verifiers has no advantage
+code of its own: a trainer must take only the traces that are `ok`, and
+the group's advantages are those of its survivors (`openenv_trainers.advantages.surviving_advantages`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifiers.v1.harnesses.null.harness import NullHarness
 from verifiers.v1.mcp import SharedToolServer
 
+from openenv_sdk.errors import EpisodeFailed
+from openenv_sdk.failures import classify
 from openenv_sdk.prompt import observation_text
 from openenv_sdk.rubric import agrade
 
@@ -194,13 +201,20 @@ class OpenEnvEnv(vf.Env[OpenEnvEnvConfig]):
         source = self.taskset.source
         await asyncio.to_thread(source.start)
         async with source.async_client() as session:
-            result = await session.reset(**reset)
+            try:
+                result = await session.reset(**reset)
+            except Exception as e:  # no episode: a reset failure, never a reward
+                raise EpisodeFailed(classify(e, stage="reset")) from e
             if data.prompt is None:
                 task = task.with_data(prompt=observation_text(result.observation))
             await session.session()
             tools = {TOOL_SERVER_NAME: SharedToolServer(url=session.mcp_url, local=True, external=True)}
             trace = await agents.agent.run(task, tools=tools)
-            score = await agrade(self.grader, session)
+            try:
+                score = await agrade(self.grader, session)
+            except EpisodeFailed as e:  # no reward recorded: the trace's error says why
+                trace.record_metrics({f"openenv/failure/{e.failure.cause.value}": 1.0})
+                raise
         trace.record_reward(REWARD_NAME, score.value)
         trace.record_metrics({f"openenv/{name}": value for name, value in score.components.items()})
         trace.notify()  # live views (the dashboard, prime-rl's env-server stream) see the reward now

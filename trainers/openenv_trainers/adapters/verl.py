@@ -18,8 +18,15 @@ mask and logprobs) with three changes:
   `extra_fields["openenv_components"]`, and the session is closed.
 
 A folder or an image is served once per process and shared by every trajectory (verl builds an
-agent loop per trajectory). Failures are typed: a reset that fails raises the SDK's
-`OpenEnvError` out of `run`; a failing tool is the model's to see, as verl shows tool errors.
+agent loop per trajectory). A failing tool is the model's to see, as verl shows tool errors.
+
+A failure is never a reward (docs/failures.md): a trajectory whose reset failed, whose sandbox was
+killed while grading, whose judge answered HTTP 500 comes back with `response_mask` all 0 (nothing
+to train on), `reward_score` 0.0 (verl needs a number) and its cause in
+`extra_fields["openenv_failure"]`. verl's GRPO would still count that 0 in its group's mean: run
+with `algorithm.adv_estimator=openenv_grpo` (registered by importing this module), verl's own GRPO
+over each group's surviving trajectories alone (a row with no sampled token is a failure); a group
+left with fewer than 2 gets advantage 0 everywhere.
 """
 
 from __future__ import annotations
@@ -28,19 +35,26 @@ import asyncio
 import weakref
 from typing import Any
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
+import numpy as np
+import torch
+from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
 from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, register_adv_est
 
-from openenv_sdk.errors import ToolCallError
+from openenv_sdk.errors import EpisodeFailed, ToolCallError
+from openenv_sdk.failures import Failure, classify
 from openenv_sdk.rubric import agrade
 
 from ..chat import tool_result_text, tool_schemas
 from ..sources import EnvSource
 from ._common import shared_source
 
-__all__ = ["SESSION_KEY", "OpenEnvAgentLoop", "OpenEnvTool", "agent_loop_config"]
+__all__ = ["ADV_ESTIMATOR", "SESSION_KEY", "OpenEnvAgentLoop", "OpenEnvTool", "agent_loop_config", "surviving_grpo_advantage"]
+
+ADV_ESTIMATOR = "openenv_grpo"
+"""verl's `algorithm.adv_estimator` for GRPO over the surviving trajectories (`surviving_grpo_advantage`)."""
 
 SESSION_KEY = "__openenv_session__"
 """Where a trajectory's session rides in its `tools_kwargs` (verl hands those to each tool call)."""
@@ -122,20 +136,70 @@ class OpenEnvAgentLoop(ToolAgentLoop):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         """One trajectory in a fresh session, graded host-side; the session is closed after.
 
-        Raises:
-            openenv_sdk.errors.OpenEnvError: the environment could not be reset, reached or graded.
+        A failed trajectory (reset, grading) is an output with nothing to train on and its
+        cause (see the module docstring), never a raise that ends the step.
         """
         extra_info = kwargs.get("extra_info") or {}
         reset = dict(extra_info.get("reset") or {})
         await asyncio.to_thread(self.source.start)  # a folder's or image's server starts off the event loop
-        async with self.source.async_client() as session:
-            await session.reset(**reset)
-            tools_kwargs = {**(kwargs.get("tools_kwargs") or {}), SESSION_KEY: session}
-            output = await super().run(sampling_params, **{**kwargs, "tools_kwargs": tools_kwargs})
-            score = await agrade(self.grader, session)
+        output: AgentLoopOutput | None = None
+        try:
+            async with self.source.async_client() as session:
+                try:
+                    await session.reset(**reset)
+                except Exception as e:
+                    raise EpisodeFailed(classify(e, stage="reset")) from e
+                tools_kwargs = {**(kwargs.get("tools_kwargs") or {}), SESSION_KEY: session}
+                output = await super().run(sampling_params, **{**kwargs, "tools_kwargs": tools_kwargs})
+                score = await agrade(self.grader, session)
+        except EpisodeFailed as e:
+            return await self._failed(kwargs, e.failure, output)
         output.reward_score = float(score.value)
         output.extra_fields["openenv_components"] = dict(score.components)
         return output
+
+    async def _failed(self, kwargs: dict[str, Any], failure: Failure, output: AgentLoopOutput | None) -> AgentLoopOutput:
+        if output is None:  # no episode ran: the prompt, and one end-of-turn token nothing trains on
+            prompt_ids = await self.apply_chat_template(list(kwargs["raw_prompt"]), tools=self.tool_schemas)
+            output = AgentLoopOutput(
+                prompt_ids=prompt_ids, response_ids=[self.tokenizer.eos_token_id], response_mask=[0],
+                response_logprobs=[0.0], num_turns=1, metrics=AgentLoopMetrics(),
+            )  # fmt: skip
+        output.response_mask = [0] * len(output.response_ids)
+        output.reward_score = 0.0
+        output.extra_fields["openenv_failure"] = failure.cause.value
+        output.extra_fields["openenv_components"] = {}
+        return output
+
+
+@register_adv_est(ADV_ESTIMATOR)
+def surviving_grpo_advantage(
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: np.ndarray,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool = True,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """verl's `compute_grpo_outcome_advantage` over the surviving rows alone: a row with no sampled
+    token (`response_mask` all 0, a failed trajectory) is left out of its group's mean and std and
+    gets advantage 0; so does every row of a group left with fewer than 2 survivors."""
+    survived = response_mask.sum(dim=-1) > 0
+    counts: dict[Any, int] = {}
+    for i in range(len(index)):
+        if survived[i]:
+            counts[index[i]] = counts.get(index[i], 0) + 1
+    keep = torch.tensor([bool(survived[i]) and counts.get(index[i], 0) >= 2 for i in range(len(index))], dtype=torch.bool)
+    advantages = torch.zeros_like(token_level_rewards)
+    if keep.any():
+        rows = keep.nonzero(as_tuple=True)[0]
+        kept, _ = compute_grpo_outcome_advantage(
+            token_level_rewards[rows], response_mask[rows], np.asarray(index, dtype=object)[rows.numpy()],
+            epsilon=epsilon, norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo, config=config,
+        )  # fmt: skip
+        advantages[rows] = kept
+    return advantages, advantages
 
 
 _TOOLS: weakref.WeakKeyDictionary[EnvSource, list[dict[str, Any]]] = weakref.WeakKeyDictionary()
