@@ -49,8 +49,8 @@ from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import DEFAULT_RUN_TIMEOUT_S, MAX_SOLUTION_BYTES, check_solution_file, run_hidden_tests
 from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
-from openenv_sdk.sandbox import CommandResult, Sandbox, SandboxLimits
 from openenv_sdk.regrade import WorkspaceSnapshots
+from openenv_sdk.sandbox import CommandResult, Sandbox, SandboxLimits
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["CodingEnvironment", "CodingObservation", "CodingState", "Task", "load_tasks"]

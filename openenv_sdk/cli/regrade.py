@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from ..errors import OpenEnvError
+from ..regrade._regrade import RegradeResult
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._output import console, debug_enabled, escape, fail, print_json
 
@@ -71,11 +72,7 @@ def regrade(
     raise typer.Exit(0 if result.failed == 0 and result.not_kept == 0 else 1)
 
 
-def _render(result: object, path: Path) -> None:
-    from ..regrade import RegradeResult
-
-    assert isinstance(result, RegradeResult)
-
+def _render(result: RegradeResult, path: Path) -> None:
     def num(value: float | None) -> str:
         return "-" if value is None else f"{value:.3f}"
 

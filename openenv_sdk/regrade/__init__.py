@@ -9,6 +9,8 @@ runs the grader exactly as at the episode's end: over the kept state, its calls 
 what could climb out of the folder.
 """
 
+from typing import TYPE_CHECKING
+
 from ._archive import ArchiveLimits, ArchiveRejected, WorkspaceTooLarge, pack_workspace, unpack_workspace
 from ._keep import StateKeeper
 from ._snapshot import WorkspaceSnapshots
@@ -18,16 +20,24 @@ __all__ = [
     "STATE_DIR",
     "ArchiveLimits",
     "ArchiveRejected",
+    "EpisodeRegrade",
     "KeptEpisode",
     "KeptRun",
+    "KeptSession",
     "NotKept",
+    "RegradeResult",
     "StateKeeper",
     "StateStore",
+    "TaskDiff",
     "WorkspaceSnapshots",
     "WorkspaceTooLarge",
+    "aregrade",
     "pack_workspace",
     "unpack_workspace",
 ]
+
+if TYPE_CHECKING:
+    from ._regrade import EpisodeRegrade, KeptSession, RegradeResult, TaskDiff, aregrade
 
 
 def __getattr__(name: str) -> object:
@@ -41,4 +51,3 @@ def __getattr__(name: str) -> object:
 
 
 _LAZY = ("EpisodeRegrade", "KeptSession", "RegradeResult", "TaskDiff", "aregrade")
-__all__ += list(_LAZY)

@@ -19,6 +19,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from ..errors import OpenEnvError
 
@@ -240,7 +241,7 @@ def _inflate(data: bytes, max_bytes: int) -> bytes:
     return bytes(out)
 
 
-def _copy(source: io.BufferedReader | tarfile.ExFileObject, out: io.BufferedWriter, size: int) -> None:
+def _copy(source: IO[bytes], out: IO[bytes], size: int) -> None:
     left = size
     while left > 0:
         chunk = source.read(min(left, _MIB))

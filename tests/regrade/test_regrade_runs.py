@@ -225,6 +225,7 @@ def terminal_server() -> Iterator[GenericEnvClient]:
         (lambda tar: (_member(tar, "l", kind=tarfile.SYMTYPE, link="/etc"), _member(tar, "l/cron.d/x")), "through the link"),
         (lambda tar: _member(tar, "dev", kind=tarfile.CHRTYPE), "device or special"),
     ],
+    ids=["climbs-out", "through-a-symlink", "device"],
 )
 def test_the_server_refuses_a_hostile_archive_and_keeps_nothing_of_it(
     terminal_server: GenericEnvClient, build: Any, match: str
