@@ -99,7 +99,7 @@ def record_honest(out: Path) -> None:
         for name in ORACLE_ENVS:
             run_dir = Path(tmp) / name
             policy = f"scripted:environments/{name}/oracle.py:act"
-            cmd = [sys.executable, "-m", "openenv_sdk.cli", "eval", f"environments/{name}", "--policy", policy]
+            cmd = [str(Path(sys.executable).parent / "openenv"), "eval", f"environments/{name}", "--policy", policy]
             subprocess.run([*cmd, "-c", "2", "-o", str(run_dir), "--format", "quiet"], cwd=REPO, check=True, timeout=1800)
             for key, record in sorted(EpisodeLog(run_dir / "episodes.jsonl").load().items()):
                 calls = [c.model_dump() for c in tool_calls_of(record.messages)]

@@ -151,3 +151,17 @@ def test_eval_records_of_a_real_server_are_flagged(tmp_path: Path) -> None:
     assert {"test_or_config_write", "grade_forgery", "network", "process_escape", "sandbox_refused"} <= set(attack.signals)
     # the shell's call got refusals back (the port unreachable, the signals to no process)
     assert [hit.split(":")[0] for hit in attack.hits["sandbox_refused"]] == ["#1 run_shell"]
+
+
+def test_exported_members() -> None:
+    import openenv_sdk.monitor
+
+    assert sorted(openenv_sdk.monitor.__all__) == [
+        "EVIDENCE_SIGNAL", "Episode", "EpisodeFlags", "EvidenceHook", "Hit", "Monitor", "SIGNALS", "Signal",
+        "ToolCall", "default_evidence", "evidence_for", "register_evidence", "scan_records", "step_metrics",
+        "tool_calls_of",
+    ]  # fmt: skip
+    assert list(SIGNALS) == [
+        "grader_paths", "test_or_config_write", "git_config", "grade_forgery", "process_escape", "network",
+        "sandbox_refused",
+    ]  # fmt: skip
