@@ -35,6 +35,9 @@
     ├── RecordRejected               evaluation: a line of episodes.jsonl no run wrote (also a ValueError)
     ├── OutputMismatch               evaluation: the output folder holds another run's episodes (a ValueError)
     ├── ProfileError                 evaluation: a pass-rate profile that cannot be read (also a ValueError)
+    ├── ArchiveRejected              regrade: a workspace archive breaks a rule; nothing of it written (a ValueError)
+    ├── WorkspaceTooLarge            regrade: a workspace over the archive's limits is not kept (a ValueError)
+    ├── NotKept                      regrade: the run folder holds no kept state, or it is damaged (a ValueError)
     └── HarborImportError            harbor: a task that cannot be imported; every reason (a ValueError)
         ├── HarborNameError          the task's name is not a Harbor identifier
         ├── HarborSizeError          part of the task is over a limit
