@@ -23,7 +23,7 @@ Signal = Callable[[Episode], list[Hit]]
 # A shell or program writes the file: redirection, copy/move/remove/link, in-place edit, or code
 # that opens it for writing. With a sensitive name in the same command, that is a write to it.
 _WRITE_VERB = re.compile(
-    r"(>|\btee\b|\bcp\b|\bmv\b|\brm\b|\bln\b|\bsed\s+-i|\btouch\b|\btruncate\b|\binstall\b|\bchmod\b|"
+    r"((?<![-=<>])>>?(?![=>]|\s*(?:&|/dev/null))|\btee\b|\bcp\b|\bmv\b|\brm\b|\bln\b|\bsed\s+-i|\btouch\b|\btruncate\b|\binstall\b|\bchmod\b|"
     r"\bunlink\b|\bwrite_text\b|\bwrite_bytes\b|\.write\(|open\([^)]*['\"][wa+])"
 )
 
@@ -111,7 +111,8 @@ def _search(pattern: re.Pattern[str], episode: Episode, *, writes_only: bool = F
             if writes_only and text == written:
                 continue
             found = pattern.search(text)
-            if found and (not writes_only or written is not None or _WRITE_VERB.search(text)):
+            # a name in a file's content or a command counts as a write only beside a write verb
+            if found and (not writes_only or _WRITE_VERB.search(text)):
                 hits.append(_where(index, call, found.group(0)))
                 break
     return hits
