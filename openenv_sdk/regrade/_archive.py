@@ -83,7 +83,7 @@ def pack_workspace(folder: Path, limits: ArchiveLimits | None = None) -> bytes:
                 total += info.size if info.isreg() else 0
                 if total > limits.max_unpacked_bytes:
                     raise WorkspaceTooLarge(
-                        f"the workspace's files are over {limits.max_unpacked_bytes / _MIB:g} MiB (max_unpacked_bytes)"
+                        f"the workspace's files are over {_size(limits.max_unpacked_bytes)} (max_unpacked_bytes)"
                     )
                 if info.isreg():
                     with open(path, "rb", opener=_no_follow) as f:
@@ -91,6 +91,10 @@ def pack_workspace(folder: Path, limits: ArchiveLimits | None = None) -> bytes:
                 else:
                     tar.addfile(info)
     return buffer.getvalue()
+
+
+def _size(n: int) -> str:
+    return f"{n / _MIB:g} MiB" if n >= _MIB else f"{n} bytes"
 
 
 def _no_follow(path: str, flags: int) -> int:
@@ -105,7 +109,7 @@ class _BoundedBuffer(io.BytesIO):
     def write(self, data: bytes) -> int:  # type: ignore[override]
         if self.tell() + len(data) > self.max_bytes:
             raise WorkspaceTooLarge(
-                f"the workspace archive is over {self.max_bytes / _MIB:g} MiB compressed (max_archive_bytes)"
+                f"the workspace archive is over {_size(self.max_bytes)} compressed (max_archive_bytes)"
             )
         return super().write(data)
 
@@ -148,7 +152,7 @@ def _checked_members(tar: tarfile.TarFile, limits: ArchiveLimits) -> list[tarfil
             total += info.size
             if total > limits.max_unpacked_bytes:
                 raise ArchiveRejected(
-                    f"the archive unpacks to over {limits.max_unpacked_bytes / _MIB:g} MiB (max_unpacked_bytes)"
+                    f"the archive unpacks to over {_size(limits.max_unpacked_bytes)} (max_unpacked_bytes)"
                 )
         elif info.issym():
             if not info.linkname or "\x00" in info.linkname or len(info.linkname) > limits.max_name_bytes:
