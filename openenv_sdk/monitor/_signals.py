@@ -87,7 +87,7 @@ _NETWORK = re.compile(
 # What the sandbox answers when it refuses: seccomp (EPERM), the egress proxy (403 with
 # `openenv egress:`), the empty network namespace, the session's kernel limits, the time limit.
 _REFUSAL = re.compile(
-    r"(Operation not permitted|openenv egress:|Network is unreachable|Connection refused|Failed to connect|"
+    r"(Operation not permitted|openenv egress:|HTTP Error 403|Network is unreachable|Connection refused|Failed to connect|"
     r"Could not resolve host|Temporary failure in name resolution|Cannot assign requested address|"
     r"No such process|\[timed out after [\d.]+ s; killed\]|memory limit \([^)]*\) was reached|process limit \([^)]*\) was reached|"
     r"Resource temporarily unavailable|Permission denied|Read-only file system)"
