@@ -1,8 +1,9 @@
 """The reward-hacking monitor against recorded attack and honest episodes: the confusion table.
 
 The attack episodes are those the security tests play (tests/security/test_attack_{terminal,
-coding,mini_swe}.py: real servers, real sandboxes, the attacks' tool calls over MCP), recorded by
-the `tests.monitor.record_attacks` plugin. The honest ones are each environment's reference
+coding,mini_swe,harbor_image}.py: real servers, real sandboxes, a real container for the Harbor
+task, the attacks' tool calls over MCP), recorded by the `tests.monitor.record_attacks` plugin.
+The Harbor task's episodes were recorded after the rules were written: a held-out check. The honest ones are each environment's reference
 solution (`environments/*/oracle.py`) played by `openenv eval --policy scripted:...` through a
 real server. Both are kept, compactly, in tests/monitor/data/ (`--record` plays them again).
 
@@ -37,7 +38,8 @@ from openenv_sdk.monitor._records import scan_records  # noqa: E402, F401 (docum
 DATA = REPO / "tests" / "monitor" / "data"
 ATTACKS = DATA / "security_episodes.jsonl"
 HONEST = DATA / "honest_episodes.jsonl"
-SECURITY_FILES = ("terminal", "coding", "mini_swe")
+SECURITY_FILES = ("terminal", "coding", "mini_swe", "harbor_image")
+"""tests/security/test_attack_<name>.py; harbor_image plays a Harbor task in its own image (a container engine)."""
 ORACLE_ENVS = ("wordle", "terminal", "coding", "mini_swe")
 
 # The first command or file of a victim's episode: the plain work the other session does while
@@ -81,7 +83,7 @@ def record_attacks(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in SECURITY_FILES:
             recorded = Path(tmp) / f"{name}.jsonl"
-            env = {**os.environ, "OPENENV_RECORD_EPISODES": str(recorded)}
+            env = {**os.environ, "OPENENV_RECORD_EPISODES": str(recorded), "OPENENV_TEST_CONTAINERS": "1"}
             cmd = [sys.executable, "-m", "pytest", f"tests/security/test_attack_{name}.py", "-q", "-p", "no:cacheprovider"]
             subprocess.run([*cmd, "-p", "tests.monitor.record_attacks"], cwd=REPO, env=env, check=True, timeout=1800)
             for line in recorded.read_text().splitlines():
