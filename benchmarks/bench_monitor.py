@@ -151,12 +151,12 @@ def confusion(monitor: Monitor | None = None) -> dict[str, Any]:
 
 def render(result: dict[str, Any]) -> str:
     lines = [
-        f"{'env':<10} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4}",
+        f"{'env':<12} {'TP':>4} {'FN':>4} {'FP':>4} {'TN':>4}",
         *(
-            f"{env:<10} {c.get('TP', 0):>4} {c.get('FN', 0):>4} {c.get('FP', 0):>4} {c.get('TN', 0):>4}"
+            f"{env:<12} {c.get('TP', 0):>4} {c.get('FN', 0):>4} {c.get('FP', 0):>4} {c.get('TN', 0):>4}"
             for env, c in result["per_env"].items()
         ),  # fmt: skip
-        f"{'all':<10} {result['total'].get('TP', 0):>4} {result['total'].get('FN', 0):>4} "
+        f"{'all':<12} {result['total'].get('TP', 0):>4} {result['total'].get('FN', 0):>4} "
         f"{result['total'].get('FP', 0):>4} {result['total'].get('TN', 0):>4}",
         "",
         f"recall {result['recall']:.1%} of {result['attacks']} attack episodes; "
