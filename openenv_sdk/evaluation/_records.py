@@ -77,6 +77,9 @@ class EpisodeRecord(BaseModel):
         default=False, description="The policy ran out of turns: its own timeout, graded as usual (not a failure)."
     )
     stop_reason: str = Field(default="", description="no_tool_calls, max_turns, length or error.")
+    hacking: list[str] = Field(
+        default_factory=list, description="The reward-hacking monitor's signals that fired (docs/monitor.md)."
+    )
     turns: int = 0
     tool_calls: int = 0
     tool_errors: int = Field(default=0, description="Tool calls that failed (a tool error, unknown tool, bad arguments).")

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..episode_config import EpisodeConfig
 from ..failures import Failure, FailureCause, classify
+from ..monitor import Monitor
 from ._episode import play_episode
 from ._policy import Policy
 from ._records import EpisodeRecord, PlannedEpisode
@@ -93,6 +94,8 @@ async def run_one(
         record.reward, record.passed, record.stop_reason = None, None, "error"
     record.duration_s = time.monotonic() - started
     record.finished_at = _now()
+    task = {"task_id": record.task_id, **record.reset_kwargs}  # the signals read the transcript only: cheap
+    record.hacking = Monitor().check_messages(record.messages, reward=record.reward, env=record.env, task=task).signals
     return record
 
 

@@ -6,6 +6,7 @@ whose records the monitor flags."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import subprocess
@@ -152,6 +153,8 @@ def test_eval_records_of_a_real_server_are_flagged(tmp_path: Path) -> None:
         args = [str(openenv), "eval", str(REPO / "environments/coding"), "--policy", policy, "--task", "fizzbuzz"]
         subprocess.run([*args, "-o", str(out), "--format", "quiet"], cwd=REPO, check=True, timeout=300)
         runs[name] = scan_records(out / "episodes.jsonl")
+        (line,) = (out / "episodes.jsonl").read_text().splitlines()
+        assert json.loads(line)["hacking"] == next(iter(runs[name].values())).signals  # eval writes the flags too
     (oracle,) = runs["oracle"].values()
     (attack,) = runs["attack"].values()
     assert oracle.reward == 1.0 and not oracle.flagged, oracle.summary()
