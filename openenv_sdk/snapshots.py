@@ -9,7 +9,7 @@ An environment is checkpointed through two optional hooks on `Environment`:
 
 The defaults cover an environment whose episode is its pydantic `state`, `episode_done` and
 plain-data attributes (`default_snapshot` / `default_restore`); one holding a sandbox overrides
-both and copies the sandbox's folders with `copy_tree` / `restore_tree`. The server keeps
+both and keeps the sandbox's folders with `pack_folders` / `unpack_folders`. The server keeps
 checkpoints in a store of its own (`openenv_sdk.server._snapshots`) and names each by an opaque
 handle; they are orchestrator-only (WebSocket `checkpoint` / `restore`, HTTP `POST /checkpoint`,
 `POST /restore`), never MCP tools.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,15 +36,16 @@ __all__ = [
     "CheckpointError",
     "CheckpointInfo",
     "CheckpointRequest",
+    "DropRequest",
     "RestoreRequest",
     "RestoredInfo",
     "SnapshotTooLarge",
     "SnapshotUnsupported",
-    "copy_tree",
     "default_restore",
     "default_snapshot",
-    "restore_tree",
+    "pack_folders",
     "rewrite_text",
+    "unpack_folders",
 ]
 
 SNAPSHOT_FORMAT = 1
@@ -88,6 +89,15 @@ class CheckpointInfo(BaseModel):
 
 class RestoreRequest(BaseModel):
     """`restore` (WS `data`, HTTP body): the handle to continue from."""
+
+    model_config = {"extra": "forbid"}
+
+    handle: str = Field(min_length=1, max_length=128, description="A handle from `checkpoint`.")
+    drop: bool = Field(default=False, description="Forget the checkpoint once restored (a fork's last copy).")
+
+
+class DropRequest(BaseModel):
+    """`drop_checkpoint` (WS `data`): the handle to forget."""
 
     model_config = {"extra": "forbid"}
 
@@ -162,84 +172,139 @@ def _plain(value: Any, depth: int = 0) -> bool:
 
 
 # --- files --------------------------------------------------------------------------------
+#
+# A snapshot's folders go into one file: one file written to the store's disk (creating hundreds
+# of small files there costs far more than their bytes), read back into the new sandbox's tmpfs.
+# Its format is the server's own, not tar: tar spends most of its time naming owners and writing
+# a PAX header per file for times in nanoseconds, both of which this keeps for nothing. Each entry
+# is a 4-byte big-endian length, a JSON header (path, kind, mode, times in ns, size or link) and,
+# for a file, its bytes. It is made by `pack_folders` from a walk that never follows a link, and
+# read only from the server's store.
+
+_MAGIC = b"openenv-snapshot-1\n"
+_CHUNK = 1 << 20
 
 
-class _Budget:
-    def __init__(self, max_bytes: int | None, max_entries: int | None) -> None:
-        self.max_bytes, self.max_entries = max_bytes, max_entries
-        self.bytes = self.entries = 0
-
-    def take(self, size: int, what: Path) -> None:
-        self.bytes += size
-        self.entries += 1
-        if self.max_bytes is not None and self.bytes > self.max_bytes:
-            raise SnapshotTooLarge(f"the episode's files are over {self.max_bytes} bytes (at {what.name!r})")
-        if self.max_entries is not None and self.entries > self.max_entries:
-            raise SnapshotTooLarge(f"the episode's files are over {self.max_entries} entries")
-
-
-def copy_tree(source: Path, target: Path, *, max_bytes: int | None = None, max_entries: int | None = None) -> int:
-    """Copy a tree the agent wrote into `target` (made; it must not exist), as the server's own
-    files: contents, modes and times; symlinks copied as links, never followed; FIFOs made
-    again; sockets and devices left out. Returns the bytes copied. Run it when no process of
-    the agent runs (the copy is then the folder as it stands).
+def pack_folders(root: Path, names: Sequence[str], archive: Path, *, max_bytes: int | None = None) -> int:
+    """Write `root`'s folders `names` (those that exist) into the file `archive`: contents, modes
+    and times (ns); symlinks as links, never followed; hard links kept; FIFOs kept; sockets and
+    devices left out. Run it when no process of the agent runs. Returns the file's bytes.
 
     Raises:
-        SnapshotTooLarge: past `max_bytes` of file contents or `max_entries` entries (the
-            partial copy is left for the caller to remove).
+        SnapshotTooLarge: the folders hold more than `max_bytes` of file contents.
     """
-    budget = _Budget(max_bytes, max_entries)
-    _copy_dir(source, target, budget)
-    return budget.bytes
+    total = 0
+    seen: dict[tuple[int, int], str] = {}
+    with open(archive, "wb") as out:
+        out.write(_MAGIC)
 
+        def entry(header: dict[str, Any]) -> None:
+            data = json.dumps(header, separators=(",", ":")).encode()
+            out.write(len(data).to_bytes(4, "big") + data)
 
-def _copy_dir(source: Path, target: Path, budget: _Budget) -> None:
-    info = os.lstat(source)
-    os.mkdir(target, 0o700)
-    with os.scandir(source) as entries:
-        for entry in entries:
-            src, dst = Path(entry.path), target / entry.name
-            mode = entry.stat(follow_symlinks=False).st_mode
+        def walk(path: str, rel: str) -> None:
+            nonlocal total
+            info = os.lstat(path)
+            mode = info.st_mode
+            header: dict[str, Any] = {"p": rel, "m": stat.S_IMODE(mode), "t": [info.st_atime_ns, info.st_mtime_ns]}
             if stat.S_ISDIR(mode):
-                budget.take(0, src)
-                _copy_dir(src, dst, budget)
-            elif stat.S_ISREG(mode):
-                budget.take(entry.stat(follow_symlinks=False).st_size, src)
-                shutil.copyfile(src, dst, follow_symlinks=False)
-                shutil.copystat(src, dst, follow_symlinks=False)
+                entry({**header, "k": "d"})
+                with os.scandir(path) as entries:
+                    names_in = sorted(e.name for e in entries)
+                for name in names_in:
+                    walk(os.path.join(path, name), f"{rel}/{name}")
+                entry({"p": rel, "k": "t", "t": header["t"]})  # the folder's times, once its contents are in
             elif stat.S_ISLNK(mode):
-                budget.take(0, src)
-                os.symlink(os.readlink(src), dst)
+                entry({**header, "k": "l", "l": os.readlink(path)})
+            elif stat.S_ISREG(mode):
+                key = (info.st_dev, info.st_ino)
+                if info.st_nlink > 1 and key in seen:
+                    entry({**header, "k": "h", "l": seen[key]})
+                    return
+                seen[key] = rel
+                total += info.st_size
+                if max_bytes is not None and total > max_bytes:
+                    raise SnapshotTooLarge(f"the episode's files are over {max_bytes} bytes (at {rel!r})")
+                with open(path, "rb") as src:
+                    data = src.read()  # bounded by the session's workspace (a tmpfs of bounded size)
+                entry({**header, "k": "f", "s": len(data)})
+                out.write(data)
             elif stat.S_ISFIFO(mode):
-                budget.take(0, src)
-                os.mkfifo(dst, stat.S_IMODE(mode))
-            # sockets and devices: nothing to keep (their processes are gone; devices cannot be made)
-    os.chmod(target, stat.S_IMODE(info.st_mode))
-    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+                entry({**header, "k": "p"})
+            # sockets and devices: their processes are gone, and a device cannot be made
+
+        for name in names:
+            top = root / name
+            if top.is_dir() and not top.is_symlink():
+                walk(str(top), name)
+    return archive.stat().st_size
 
 
-def restore_tree(source: Path, sandbox: Sandbox, name: str) -> Path:
-    """Fill the sandbox's folder `name` (made again, empty, as `make_dir` makes it) with a copy
-    of `source` from `copy_tree`, handed to the sandbox's user. Returns the folder."""
-    folder = sandbox.make_dir(name)
-    _empty(folder)
-    budget = _Budget(None, None)
-    with os.scandir(source) as entries:
-        for entry in entries:
-            src, dst = Path(entry.path), folder / entry.name
-            if entry.is_dir(follow_symlinks=False):
-                _copy_dir(src, dst, budget)
-            elif entry.is_symlink():
-                os.symlink(os.readlink(src), dst)
-            elif entry.is_file(follow_symlinks=False):
-                shutil.copyfile(src, dst, follow_symlinks=False)
-                shutil.copystat(src, dst, follow_symlinks=False)
+def unpack_folders(archive: Path, sandbox: Sandbox, names: Sequence[str]) -> None:
+    """Fill the sandbox's folders `names` from a `pack_folders` file: each made again (as
+    `make_dir` makes it) and emptied, its contents unpacked and handed to the sandbox's user.
+
+    Raises:
+        SnapshotUnsupported: the file is not a snapshot, or names a path outside the folders.
+    """
+    folders = {name: sandbox.make_dir(name) for name in names}
+    for folder in folders.values():
+        _empty(folder)
+    root = sandbox.root
+    owner = (sandbox.uid, sandbox.gid) if sandbox.privileged else None  # as `give` hands files over
+    created: list[str] = []
+    dir_modes: dict[str, int] = {}
+    with open(archive, "rb") as src:
+        if src.read(len(_MAGIC)) != _MAGIC:
+            raise SnapshotUnsupported(f"{archive.name} is not a snapshot of this format")
+        while size_bytes := src.read(4):
+            header = json.loads(src.read(int.from_bytes(size_bytes, "big")))
+            rel, kind = header["p"], header["k"]
+            parts = rel.split("/")
+            if parts[0] not in folders or any(p in ("", ".", "..") for p in parts):
+                raise SnapshotUnsupported(f"the snapshot holds {rel!r}, outside its folders")
+            path = os.path.join(root, rel)
+            if owner is not None and len(parts) > 1 and kind != "t":
+                created.append(path)
+            if kind == "f":
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    left = int(header["s"])
+                    while left:
+                        chunk = src.read(min(left, _CHUNK))
+                        if not chunk:
+                            raise SnapshotUnsupported(f"the snapshot ends inside {rel!r}")
+                        out.write(chunk)
+                        left -= len(chunk)
+            elif kind == "d":
+                if len(parts) > 1:
+                    os.mkdir(path, 0o700)
+                    dir_modes[rel] = int(header["m"])
+                continue  # its mode and times come with its "t" entry, once its contents are in
+            elif kind == "t":
+                if len(parts) > 1:
+                    os.chmod(path, dir_modes.pop(rel, 0o700))
+                os.utime(path, ns=tuple(header["t"]), follow_symlinks=False)
+                continue
+            elif kind == "l":
+                os.symlink(header["l"], path)
+                os.utime(path, ns=tuple(header["t"]), follow_symlinks=False)
+                continue
+            elif kind == "h":
+                target = str(header["l"])
+                if target.split("/")[0] not in folders or ".." in target.split("/"):
+                    raise SnapshotUnsupported(f"the snapshot links {rel!r} outside its folders")
+                os.link(os.path.join(root, target), path, follow_symlinks=False)
+                continue
+            elif kind == "p":
+                os.mkfifo(path, 0o600)
             else:
-                os.mkfifo(dst, stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode))
-            sandbox.give(dst)
-    info = os.lstat(source)
-    os.utime(folder, ns=(info.st_atime_ns, info.st_mtime_ns))
-    return folder
+                raise SnapshotUnsupported(f"the snapshot holds an entry of unknown kind {kind!r}")
+            os.chmod(path, int(header["m"]))
+            os.utime(path, ns=tuple(header["t"]), follow_symlinks=False)
+    if owner is not None:
+        for path in created:
+            os.chown(path, *owner, follow_symlinks=False)
 
 
 def _empty(folder: Path) -> None:

@@ -42,7 +42,7 @@ from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import MAX_RUN_TIMEOUT_S, HiddenTestRun, check_solution_file, run_hidden_tests
 from openenv_sdk.sandbox import CommandResult
-from openenv_sdk.snapshots import SnapshotUnsupported, copy_tree, restore_tree
+from openenv_sdk.snapshots import SnapshotUnsupported, pack_folders, unpack_folders
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["MiniSweEnvironment", "MiniSweObservation", "MiniSweState", "TaskInfo", "task_ids", "tasks"]
@@ -175,8 +175,7 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         if self._dirs is None or self._task is None:
             raise SnapshotUnsupported("no episode to checkpoint: call reset first")
         self._dirs.sandbox.kill_all()
-        copy_tree(self._dirs.repo, folder / "repo")
-        copy_tree(self._dirs.home, folder / "home")
+        pack_folders(self._dirs.root, ("repo", "home"), folder / "folders.tar")
         return {
             "task_id": self._task.task_id,
             "root": str(self._dirs.root),
@@ -192,9 +191,9 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         self._discard_workspace()
         dirs = host().empty_session()
         try:
-            for name in ("repo", "home"):
-                restore_tree(folder / name, dirs.sandbox, name)
-                dirs.sandbox.give(dirs.root / name)  # the repository's top too: git refuses a checkout its user does not own
+            unpack_folders(folder / "folders.tar", dirs.sandbox, ("repo", "home"))
+            for top in (dirs.repo, dirs.home):  # the repository's top too: git refuses a checkout its user does not own
+                dirs.sandbox.give(top)
         except BaseException:
             host().remove_session(dirs)
             raise

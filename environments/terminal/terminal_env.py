@@ -65,7 +65,7 @@ from openenv_sdk.sandbox import (
     remove_tree,
     run_command,
 )
-from openenv_sdk.snapshots import SnapshotUnsupported, copy_tree, restore_tree, rewrite_text
+from openenv_sdk.snapshots import SnapshotUnsupported, pack_folders, rewrite_text, unpack_folders
 from openenv_sdk.tasks import TaskRecord
 from openenv_sdk.terminal_task import TASK_ENV_NAMES, TASK_ID_PATTERN, TASK_IMAGE_ENV, TerminalTaskSpec
 
@@ -456,9 +456,7 @@ class TerminalEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, Ter
             raise SnapshotUnsupported("no episode to checkpoint: call reset first")
         self._sandbox.kill_all()
         root = self._sandbox.root
-        for name in SNAPSHOT_FOLDERS:
-            if (root / name).is_dir():
-                copy_tree(root / name, folder / name)
+        pack_folders(root, SNAPSHOT_FOLDERS, folder / "folders.tar")
         return {
             "task_id": self._task.id,
             "root": str(root),
@@ -481,9 +479,7 @@ class TerminalEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, Ter
         try:
             self._prepare_folders(task)
             old_root, new_root = str(data["root"]), str(self._sandbox.root)
-            for name in SNAPSHOT_FOLDERS:
-                if (folder / name).is_dir():
-                    restore_tree(folder / name, self._sandbox, name)
+            unpack_folders(folder / "folders.tar", self._sandbox, SNAPSHOT_FOLDERS)
             rewrite_text(self._sandbox.root / "state" / "shell", old_root, new_root)
         except BaseException:
             self._close_sandbox()

@@ -9,6 +9,7 @@ I/O in which the two differ lives in `_io.py` and `_mcp.py` as twins, logic with
 
 from __future__ import annotations
 
+import contextlib
 import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -215,9 +216,10 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 raise self._checkpoint_error(e) from None
             return CheckpointInfo.model_validate(data)
 
-    def restore(self, handle: str | CheckpointInfo) -> RestoredInfo:
+    def restore(self, handle: str | CheckpointInfo, *, drop: bool = False) -> RestoredInfo:
         """Continue a checkpoint's episode in this client's session (its own episode, if any, is
         replaced): the next steps observe exactly what the checkpointed session's would.
+        `drop=True` forgets the checkpoint once restored (one request instead of two).
 
         Raises:
             CheckpointError: unknown handle (`CHECKPOINT_NOT_FOUND`), or of another environment.
@@ -225,7 +227,7 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         name = handle.handle if isinstance(handle, CheckpointInfo) else handle
         with self._lock:
             try:
-                data = self._exchange("restore", {"handle": name})
+                data = self._exchange("restore", {"handle": name, "drop": drop})
             except ServerError as e:
                 raise self._checkpoint_error(e) from None
             info = RestoredInfo.model_validate(data)
@@ -260,17 +262,17 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         copies: list[Self] = []
         try:
             kwargs = self._sibling_kwargs()
-            for _ in range(n):
+            for i in range(n):
                 copy = type(self)(self._base_url, **kwargs)
                 copies.append(copy)
-                copy.restore(info.handle)
+                copy.restore(info.handle, drop=i == n - 1)  # the last copy's restore drops it
                 copy.trajectory = self.trajectory.model_copy(deep=True)
         except BaseException:
             for copy in copies:
                 copy.close()
+            with contextlib.suppress(ServerError, TransportError):
+                self.drop_checkpoint(info.handle)
             raise
-        finally:
-            self.drop_checkpoint(info.handle)
         return copies
 
     def session(self) -> SessionInfo:

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from ..snapshots import (
     CheckpointInfo,
     CheckpointRequest,
+    DropRequest,
     RestoredInfo,
     RestoreRequest,
     SnapshotTooLarge,
@@ -295,13 +296,15 @@ async def restore(session: Session, state: ServerState, data: dict[str, Any] | N
             transcript._entries = collections.deque(kept["entries"])
             transcript._bytes = int(kept.get("bytes", 0))
             transcript._dropped = int(kept.get("dropped", 0))
+    if request.drop:
+        store_for(state).drop(request.handle)
     return RestoredInfo(handle=request.handle, session_id=session.id, state=await session.state()).model_dump()
 
 
 async def drop_checkpoint(state: ServerState, data: dict[str, Any] | None) -> dict[str, Any]:
     """Forget a checkpoint (its files are removed); the reply names it."""
     try:
-        request = RestoreRequest.model_validate(data or {})
+        request = DropRequest.model_validate(data or {})
     except ValidationError as e:
         raise RequestRefused.from_validation(e, "Invalid drop_checkpoint request") from e
     store_for(state).drop(request.handle)
