@@ -51,6 +51,7 @@ from openenv_sdk.manifest import Manifest, load_manifest
 from openenv_sdk.manifest import Sandbox as SandboxSettings
 from openenv_sdk.regrade import WorkspaceSnapshots
 from openenv_sdk.sandbox import CommandResult, Sandbox, SandboxLimits
+from openenv_sdk.snapshots import SnapshotUnsupported, pack_folders, unpack_folders
 from openenv_sdk.tasks import TaskRecord
 
 __all__ = ["CodingEnvironment", "CodingObservation", "CodingState", "Task", "load_tasks"]
@@ -230,6 +231,41 @@ class CodingEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, Codin
 
     def close(self) -> None:
         self._cleanup()
+
+    # --- checkpoint and restore (the orchestrator's; see openenv_sdk.snapshots) ---------------
+
+    def snapshot(self, folder: Path) -> dict[str, Any]:
+        """The episode: its state, the workspace and HOME, copied once every process of the agent
+        has ended (none outlives a command)."""
+        if self._sandbox is None or self._task is None:
+            raise SnapshotUnsupported("no episode to checkpoint: call reset first")
+        self._sandbox.kill_all()
+        pack_folders(self._sandbox.root, ("work", "home"), folder / "folders.tar")
+        return {
+            "task_id": self._task.id,
+            "root": str(self._sandbox.root),
+            "state": self.state.model_dump(mode="json"),
+            "episode_done": self.episode_done,
+        }
+
+    def restore(self, data: dict[str, Any], folder: Path) -> None:
+        """A new session (as `reset` makes it) holding a copy of the checkpoint's workspace and HOME."""
+        task = load_tasks().get(str(data.get("task_id")))
+        if task is None:
+            raise SnapshotUnsupported(f"the checkpoint's task {data.get('task_id')!r} is not among this server's tasks")
+        self._cleanup()
+        sandbox = self._new_session(task)
+        try:
+            unpack_folders(folder / "folders.tar", sandbox, ("work", "home"))
+        except BaseException:
+            sandbox.close()
+            raise
+        self._sandbox, self._task = sandbox, task
+        state = CodingState.model_validate(data["state"])
+        if state.working_directory is not None:
+            state.working_directory = state.working_directory.replace(str(data["root"]), str(sandbox.root), 1)
+        self.state = state
+        self.episode_done = bool(data.get("episode_done"))
 
     # --- the agent's tools -------------------------------------------------------------------
 

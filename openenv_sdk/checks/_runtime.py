@@ -367,6 +367,63 @@ def check_ws_state(probe: RuntimeProbe) -> CheckResult:
     return _ok(name, f"state with {len(reply['data'])} field(s)")
 
 
+def check_ws_checkpoint(probe: RuntimeProbe) -> CheckResult:
+    """Extension: `checkpoint`, then `restore` in a second session, gives the same episode (its
+    state's fields, id and step count), and the same observation for the same next action (the
+    environment's `snapshot`/`restore` round trip)."""
+    from websockets.sync.client import connect
+
+    name = "ext.checkpoint"
+    severity = probe.extension_severity
+    if probe.ws is None:
+        return _skip(name, "needs /ws", severity=severity)
+    fix = ("Give the environment snapshot(folder) and restore(data, folder) methods that keep its whole "
+           "episode (the default keeps state, episode_done and plain attributes only)")
+    try:
+        before = probe.send({"type": "state"})
+        kept = probe.send({"type": "checkpoint", "data": {}})
+    except Exception as e:
+        return _fail(name, f"checkpoint got no reply: {_reason(e)}", "Answer {type: checkpoint}", severity=severity)
+    code = (kept.get("data") or {}).get("code") if kept.get("type") == "error" else None
+    if code == "SNAPSHOT_UNSUPPORTED":
+        return _fail(name, f"the episode cannot be checkpointed: {_error_text(kept)}", fix, severity="warning")
+    if kept.get("type") != "checkpoint" or not isinstance((kept.get("data") or {}).get("handle"), str):
+        detail = _error_text(kept) if kept.get("type") == "error" else str(kept)[:200]
+        return _fail(name, f"checkpoints are not supported ({detail})",
+                     "Optional: answer {type: checkpoint} with a handle (openenv-sdk servers do)", severity=severity)
+    try:
+        with connect(probe.ws_url, open_timeout=probe.timeout_s, max_size=64 * 1024 * 1024) as other:
+
+            def ask(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
+                ws.send(json.dumps(message))
+                reply: dict[str, Any] = json.loads(ws.recv(timeout=probe.timeout_s))
+                return reply
+
+            restored = ask(other, {"type": "restore", "data": {"handle": kept["data"]["handle"], "drop": True}})
+            if restored.get("type") != "restored":
+                return _fail(name, f"restore failed: {_error_text(restored)}", fix, severity=severity)
+            # the same episode (a copy's session folder may differ: a path in the state may too)
+            got, want = restored["data"].get("state") or {}, before.get("data") or {}
+            if sorted(got) != sorted(want) or any(got.get(k) != want.get(k) for k in ("episode_id", "step_count")):
+                return _fail(name, "the restored state is not the checkpointed episode's: "
+                             f"{str(got)[:200]} != {str(want)[:200]}", fix, severity=severity)
+            made = _tool_action(probe)
+            action = made[0] if made is not None else (
+                sample_from_schema(probe.schema["action"]) if probe.schema is not None else None)
+            if action is not None:
+                first, second = probe.send({"type": "step", "data": action}), ask(other, {"type": "step", "data": action})
+                if json.dumps(first, sort_keys=True) != json.dumps(second, sort_keys=True):
+                    return _fail(name, "after restore the same action gave another observation: "
+                                 f"{json.dumps(second)[:160]} != {json.dumps(first)[:160]}",
+                                 f"{fix}; keep random or timed state in the snapshot", severity="warning")
+    except SampleError:
+        pass
+    except Exception as e:
+        return _fail(name, f"restore in a second session failed: {_reason(e)}", fix, severity=severity)
+    return _ok(name, "checkpoint and restore keep the episode (same state, same next observation)",
+               severity=severity)
+
+
 def check_ws_invalid_action(probe: RuntimeProbe) -> CheckResult:
     """An invalid action gets a typed `VALIDATION_ERROR`, and the session goes on."""
     name = "ws.invalid_action"
@@ -522,6 +579,7 @@ _NAMED: tuple[tuple[str, Callable[[RuntimeProbe], CheckResult]], ...] = (
     ("ws.reset", check_ws_reset),
     ("ws.step", check_ws_step),
     ("ws.state", check_ws_state),
+    ("ext.checkpoint", check_ws_checkpoint),
     ("ws.invalid_action", check_ws_invalid_action),
     ("ext.ws_request_id", check_ws_request_id),
     ("ws.close", check_ws_close),
