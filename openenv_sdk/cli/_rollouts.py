@@ -89,8 +89,9 @@ KeepStateOpt = Annotated[
 MaxStateBytesOpt = Annotated[
     int,
     typer.Option(
-        "--max-state-bytes", min=1024,
-        help="With --keep-state: the largest workspace archive kept (compressed, bytes); a larger one is not kept.",
+        "--max-state-bytes", min=1024, max=6 * 1024 * 1024,
+        help="With --keep-state: the largest workspace archive kept (compressed, bytes; at most 6 MiB, so that "
+        "regrading can send it back within one 8 MiB server message); a larger one is not kept.",
     ),
 ]  # fmt: skip
 
