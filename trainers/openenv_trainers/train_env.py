@@ -53,9 +53,9 @@ class TrainEnvConfig:
     """The oracle as `scripted:FILE.py:FUNCTION`; default the manifest's `oracle:`."""
     episodes: Path | None = None
     """An `openenv collect -o DIR` output (or its `episodes.jsonl`) to warm up on, instead of collecting."""
-    oracle_episodes: int = 32
+    oracle_episodes: int = 100
     """Oracle episodes to warm up on (the first N tasks)."""
-    eval_episodes: int = 16
+    eval_episodes: int = 32
     """Held-out tasks (after the warm-up's) each measurement plays."""
     warmup_steps: int = 60
     warmup_lr: float | None = None
