@@ -104,7 +104,11 @@ def classify(error: BaseException, *, stage: Stage) -> Failure:
         cause = FailureCause.TIMEOUT
     elif isinstance(error, SandboxError):
         cause = FailureCause.SANDBOX
-    elif isinstance(error, ExecutionError) and (m := _RAISED.match(error.args[0] if error.args else "")) and m.group(1) in _SANDBOX_TYPES:
+    elif (
+        isinstance(error, ExecutionError)
+        and (m := _RAISED.match(error.args[0] if error.args else ""))
+        and m.group(1) in _SANDBOX_TYPES
+    ):
         cause = FailureCause.SANDBOX  # an orchestrator call whose sandbox was killed, reported by the server
     elif stage == "reset":
         cause = FailureCause.RESET

@@ -53,9 +53,7 @@ def _policy(plan: dict[str, PlannedFault]) -> ScriptedPolicy:
 def test_every_failure_carries_its_cause_and_no_reward(servers: tuple[str, str]) -> None:
     env_url, judge_url = servers
     plan = fault_plan(EPISODES, seed=7)
-    planned = [
-        PlannedEpisode(task_id=f"g{p.group}", attempt=p.index % 4, reset_kwargs=p.reset_kwargs) for p in plan
-    ]
+    planned = [PlannedEpisode(task_id=f"g{p.group}", attempt=p.index % 4, reset_kwargs=p.reset_kwargs) for p in plan]
     by_key = {e.key: p for e, p in zip(planned, plan, strict=True)}
     target = EnvTarget(env_url, grader="openenv_sdk.fault_injection:faulty_grader")
     target.rubric = faulty_grader(judge_url)
