@@ -530,8 +530,6 @@ class EnvRolloutWorker:
                 *(self._episode(messages, task, seed, group_id, draw) for _ in range(cfg.num_generations))
             )
         finally:
-            if draw is not None and self.mixture is not None:
-                self.mixture.release(draw)
             self._inflight -= cfg.num_generations
             self._inflight_by_version[version] -= cfg.num_generations
             if self._inflight_by_version[version] <= 0:
@@ -557,6 +555,8 @@ class EnvRolloutWorker:
             self._consecutive_dropped_groups += 1
             return
         self._consecutive_dropped_groups = 0
+        if draw is not None and self.mixture is not None:  # the trainer's batches keep the mixture's weights
+            await self.mixture.turn(draw, poll_interval_s=cfg.poll_interval_s, stopping=self._stopping)
         if self._is_stale(version):
             self._count("dropped_stale", len(kept))
             return
