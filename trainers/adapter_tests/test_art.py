@@ -91,7 +91,8 @@ def test_a_failed_reset_is_the_rollouts_exception_and_its_session_is_closed(scri
         (group,) = play(model_url, tmp_path, gather)
         assert group.trajectories == []
         (error,) = group.exceptions
-        assert "task_id must be in [0, 1200)" in error.message and "openenv_sdk.errors.ExecutionError" in error.type
+        assert "task_id must be in [0, 1200)" in error.message and "openenv_sdk.errors.EpisodeFailed" in error.type
+        assert error.message.startswith("reset failure at reset: ")  # the cause first: never a reward
         with pytest.raises(OpenEnvError, match="task_id must be in"):
             play(model_url, tmp_path, lambda model: rollout(model, {"reset": {"task_id": -1}}))
         assert health(url)["active_sessions"] == 0

@@ -21,8 +21,6 @@ from verl import DataProto
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.workers.rollout.replica import TokenOutput
 
-from openenv_sdk.errors import OpenEnvError
-
 from .conftest import ECHO_GRADER, echo_grade, health
 from .scripted_chat import echo_prompt
 
@@ -124,7 +122,7 @@ def test_generate_sequences_plays_episodes_graded_by_the_grader(tiny_model_dir: 
     assert health(echo_url)["active_sessions"] == 0
 
 
-def test_a_failed_reset_raises_the_typed_error_and_closes_the_session(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_a_failed_reset_is_a_failed_row_with_its_cause_and_closes_the_session(tiny_model_dir: Path, tmp_path: Path) -> None:
     from openenv_sdk import ServerConfig, create_app
     from openenv_sdk.loader import load_environment
 
@@ -142,8 +140,10 @@ def test_a_failed_reset_raises_the_typed_error_and_closes_the_session(tiny_model
             },
             meta_info={"global_steps": 1},
         )
-        with pytest.raises(OpenEnvError, match=r"task_id must be in \[0, 1200\)"):
-            asyncio.run(worker.generate_sequences(batch))
+        out = asyncio.run(worker.generate_sequences(batch))  # a failure is never a reward, nor a crash of the step
+        (extra,) = out.non_tensor_batch["tool_extra_fields"]
+        assert extra["openenv_failure"] == "reset"
+        assert not out.batch["response_mask"].any()  # nothing of it is trained on
         assert health(url)["active_sessions"] == 0
 
 
