@@ -12,6 +12,7 @@
     │   ├── CapacityError            CAPACITY_REACHED: the server holds its maximum of sessions
     │   ├── SessionError             SESSION_NOT_FOUND / SESSION_REQUIRED / SESSION_ERROR / NOT_RESET / SESSION_BUSY
     │   ├── AuthenticationError      UNAUTHORIZED: a missing or wrong orchestrator token
+    │   ├── CheckpointError          CHECKPOINT_NOT_FOUND / CHECKPOINT_LIMIT / SNAPSHOT_UNSUPPORTED (docs/fork.md)
     │   └── ToolCallError            an MCP tool call was refused (unknown tool: `error_type` tool_not_found)
     ├── ToolFailure                  an environment's tool reports a failure to the agent (an `isError` result)
     ├── TransportError               the connection failed or closed under a request
@@ -166,6 +167,11 @@ class SessionError(ServerError):
     """The session is missing, unknown, expired, not reset yet, busy with another call, or failed."""
 
 
+class CheckpointError(ServerError):
+    """A checkpoint verb was refused: an unknown handle (`CHECKPOINT_NOT_FOUND`), the store's bound
+    reached (`CHECKPOINT_LIMIT`), or an episode the environment cannot keep (`SNAPSHOT_UNSUPPORTED`)."""
+
+
 class ToolCallError(ServerError):
     """A tool call could not be made (unknown tool, unbound session).
 
@@ -273,6 +279,9 @@ _CLASS_BY_CODE: dict[ErrorCode, type[ServerError]] = {
     ErrorCode.SESSION_NOT_FOUND: SessionError,
     ErrorCode.SESSION_REQUIRED: SessionError,
     ErrorCode.NOT_RESET: SessionError,
+    ErrorCode.CHECKPOINT_NOT_FOUND: CheckpointError,
+    ErrorCode.CHECKPOINT_LIMIT: CheckpointError,
+    ErrorCode.SNAPSHOT_UNSUPPORTED: CheckpointError,
     ErrorCode.SESSION_BUSY: SessionError,
     ErrorCode.UNAUTHORIZED: AuthenticationError,
 }

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from .errors import OpenEnvError, ServerError
+from .errors import CheckpointError, OpenEnvError
 
 if TYPE_CHECKING:
     from .environment import Environment
@@ -62,11 +62,6 @@ class SnapshotUnsupported(OpenEnvError):
 
 class SnapshotTooLarge(OpenEnvError):
     """The episode's files are over the checkpoint store's bound (bytes or entries)."""
-
-
-class CheckpointError(ServerError):
-    """Client side: the server refused a checkpoint or restore (unknown handle, the store's
-    bound reached, the environment cannot snapshot); `code` says which."""
 
 
 # --- wire types --------------------------------------------------------------------------

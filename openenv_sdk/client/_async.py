@@ -208,10 +208,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             SessionError: no episode (call `reset()` first).
         """
         async with self._lock:
-            try:
-                data = await self._exchange("checkpoint", {})
-            except ServerError as e:
-                raise self._checkpoint_error(e) from None
+            data = await self._exchange("checkpoint", {})
             return CheckpointInfo.model_validate(data)
 
     async def restore(self, handle: str | CheckpointInfo, *, drop: bool = False) -> RestoredInfo:
@@ -224,10 +221,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """
         name = handle.handle if isinstance(handle, CheckpointInfo) else handle
         async with self._lock:
-            try:
-                data = await self._exchange("restore", {"handle": name, "drop": drop})
-            except ServerError as e:
-                raise self._checkpoint_error(e) from None
+            data = await self._exchange("restore", {"handle": name, "drop": drop})
             info = RestoredInfo.model_validate(data)
             self._record_restore(name, info.state)
             return info
@@ -240,10 +234,7 @@ class AsyncEnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """
         name = handle.handle if isinstance(handle, CheckpointInfo) else handle
         async with self._lock:
-            try:
-                await self._exchange("drop_checkpoint", {"handle": name})
-            except ServerError as e:
-                raise self._checkpoint_error(e) from None
+            await self._exchange("drop_checkpoint", {"handle": name})
 
     async def fork(self, n: int = 1) -> list[Self]:
         """`n` new clients of the same server, each in a session of its own that continues this

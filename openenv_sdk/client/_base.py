@@ -89,8 +89,6 @@ _ENDS_CONNECTION = frozenset({"CAPACITY_REACHED", "SESSION_ERROR"})
 _ALLOWED_AFTER_LOSS = frozenset({"reset", "session", "restore", "drop_checkpoint"})
 """Requests that still make sense once the episode is lost: they do not pretend it continues."""
 
-_CHECKPOINT_CODES = frozenset({"CHECKPOINT_NOT_FOUND", "CHECKPOINT_LIMIT", "SNAPSHOT_UNSUPPORTED"})
-
 _RETRY_AFTER_SENT = frozenset({"reset", "session", "restore"})
 """Requests that may be sent again on a new session after their connection dropped mid-way."""
 
@@ -717,14 +715,6 @@ class BaseEnvClient(Generic[ActT, ObsT, StateT]):
         if not self._generic:
             options["env_cls"] = self._env_cls
         return options
-
-    def _checkpoint_error(self, error: ServerError) -> ServerError:
-        """A refused checkpoint verb as `CheckpointError` (its code kept); any other error as it is."""
-        if error.code in _CHECKPOINT_CODES:
-            from ..snapshots import CheckpointError
-
-            return CheckpointError(str(error.args[0]), code=error.code, details=error.details)
-        return error
 
     def _record_restore(self, handle: str, state: dict[str, Any]) -> None:
         self._lost = None

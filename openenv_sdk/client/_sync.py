@@ -210,10 +210,7 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
             SessionError: no episode (call `reset()` first).
         """
         with self._lock:
-            try:
-                data = self._exchange("checkpoint", {})
-            except ServerError as e:
-                raise self._checkpoint_error(e) from None
+            data = self._exchange("checkpoint", {})
             return CheckpointInfo.model_validate(data)
 
     def restore(self, handle: str | CheckpointInfo, *, drop: bool = False) -> RestoredInfo:
@@ -226,10 +223,7 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """
         name = handle.handle if isinstance(handle, CheckpointInfo) else handle
         with self._lock:
-            try:
-                data = self._exchange("restore", {"handle": name, "drop": drop})
-            except ServerError as e:
-                raise self._checkpoint_error(e) from None
+            data = self._exchange("restore", {"handle": name, "drop": drop})
             info = RestoredInfo.model_validate(data)
             self._record_restore(name, info.state)
             return info
@@ -242,10 +236,7 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         """
         name = handle.handle if isinstance(handle, CheckpointInfo) else handle
         with self._lock:
-            try:
-                self._exchange("drop_checkpoint", {"handle": name})
-            except ServerError as e:
-                raise self._checkpoint_error(e) from None
+            self._exchange("drop_checkpoint", {"handle": name})
 
     def fork(self, n: int = 1) -> list[Self]:
         """`n` new clients of the same server, each in a session of its own that continues this
