@@ -30,7 +30,7 @@ and reports the rewards back (`EnvMixture.record`).
   taken in order, cycling, as a plain worker does.
 - **Metrics**, per environment: `worker/source/<name>/reward_mean`, `reward_std`, `pass_rate`
   (of the group), `groups`, `groups_trained`, `groups_delivered`, `groups_zero_variance`, `share`
-  (of all groups), `holds_expired`, and with a curriculum `tasks_skipped`, `tasks_in_band`,
+  (of the groups delivered to the trainer: the weight's match), `holds_expired`, and with a curriculum `tasks_skipped`, `tasks_in_band`,
   `tasks_out_of_band`, `tasks_unknown` (beside the per-server counters of `source_counters`).
 
 A task is matched to a profile's task by its reset arguments (the row's task fields, `seed`
@@ -429,14 +429,14 @@ class EnvMixture:
                 member.waiting -= 1
 
     def _counts(self, member: _Member, prefix: str) -> dict[str, float]:
-        admitted = sum(m.admitted for m in self._members.values())
+        delivered = sum(m.delivered for m in self._members.values())
         out = {
             prefix + "groups": float(member.admitted),
             prefix + "groups_trained": float(member.groups_trained),
             prefix + "groups_zero_variance": float(member.groups_zero_variance),
             prefix + "groups_delivered": float(member.delivered),
             prefix + "holds_expired": float(member.holds_expired),
-            prefix + "share": member.admitted / admitted if admitted else 0.0,
+            prefix + "share": member.delivered / delivered if delivered else 0.0,
         }
         if self.curriculum is not None:
             out.update({prefix + f"tasks_{k}": float(v) for k, v in member.sampler.counts().items()})

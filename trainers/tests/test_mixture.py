@@ -176,7 +176,9 @@ def test_the_worker_on_a_wordle_and_guess_mixture_halves_zero_variance_groups(ca
             assert m[f"worker/source/{env}/groups"] > 0
             assert f"worker/source/{env}/reward_mean" in m and f"worker/source/{env}/pass_rate" in m
             assert 0 < m[f"worker/source/{env}/share"] < 1
-        assert abs(m["worker/source/wordle/share"] - 0.7) < 0.1
+        assert abs(m["worker/source/wordle/share"] - 0.7) <= 0.05  # of the groups the trainer got
+        if r["batches"]["count"]:
+            assert r["batches"]["max_error"] <= 0.05
     assert uniform["zero_variance_fraction"] > 0.5  # most tasks are always or never solved
     assert profiled["reduction"] >= 0.5, bench.table(report)
     assert online["zero_variance_fraction"] < uniform["zero_variance_fraction"]
