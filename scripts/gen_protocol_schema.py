@@ -25,6 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from openenv_sdk.snapshots import (  # noqa: E402
+    CheckpointInfo,
+    CheckpointRequest,
+    DropRequest,
+    RestoredInfo,
+    RestoreRequest,
+)
 from openenv_sdk.types import (  # noqa: E402
     CallToolAction,
     ErrorCode,
@@ -140,8 +147,41 @@ class CallMessage(_ClientMessage):
     id: RequestId
 
 
+class CheckpointMessage(_ClientMessage):
+    """Keep this session's episode under a new opaque handle (orchestrator-only). Reply: `checkpoint`."""
+
+    type: Literal["checkpoint"]
+    data: CheckpointRequest | None = None
+    id: RequestId
+
+
+class RestoreMessage(_ClientMessage):
+    """Continue a checkpoint's episode in this session (its own is replaced). Reply: `restored`."""
+
+    type: Literal["restore"]
+    data: RestoreRequest
+    id: RequestId
+
+
+class DropCheckpointMessage(_ClientMessage):
+    """Forget a checkpoint and remove its files. Reply: `dropped`."""
+
+    type: Literal["drop_checkpoint"]
+    data: DropRequest
+    id: RequestId
+
+
 ClientMessage = Annotated[
-    ResetMessage | StepMessage | StateMessage | CloseMessage | McpMessage | SessionMessage | CallMessage,
+    ResetMessage
+    | StepMessage
+    | StateMessage
+    | CloseMessage
+    | McpMessage
+    | SessionMessage
+    | CallMessage
+    | CheckpointMessage
+    | RestoreMessage
+    | DropCheckpointMessage,
     Field(discriminator="type"),
 ]
 
@@ -204,6 +244,35 @@ class ResultReply(_Message):
     id: ReplyId
 
 
+class CheckpointReply(_Message):
+    """The checkpoint's handle (opaque, never a path), its environment and size."""
+
+    type: Literal["checkpoint"]
+    data: CheckpointInfo
+    id: ReplyId
+
+
+class RestoredReply(_Message):
+    """The session now holds the checkpointed episode: its state."""
+
+    type: Literal["restored"]
+    data: RestoredInfo
+    id: ReplyId
+
+
+class DroppedData(BaseModel):
+    handle: str
+    dropped: bool
+
+
+class DroppedReply(_Message):
+    """The checkpoint is forgotten."""
+
+    type: Literal["dropped"]
+    data: DroppedData
+    id: ReplyId
+
+
 class ErrorData(BaseModel):
     """A refused request; the session goes on (unless the code says the socket closes)."""
 
@@ -225,7 +294,15 @@ class ErrorReply(_Message):
 
 
 ServerMessage = Annotated[
-    ObservationReply | StateReply | McpReply | SessionReply | ResultReply | ErrorReply,
+    ObservationReply
+    | StateReply
+    | McpReply
+    | SessionReply
+    | ResultReply
+    | CheckpointReply
+    | RestoredReply
+    | DroppedReply
+    | ErrorReply,
     Field(discriminator="type"),
 ]
 

@@ -255,3 +255,28 @@ def test_check_env_warns_about_an_episode_it_cannot_keep_and_one_restored_wrong(
         warnings.simplefilter("always")
         check_env(Forgetful)
     assert any("ext.checkpoint" in str(w.message) and "another observation" in str(w.message) for w in caught)
+
+
+def test_the_ws_schema_describes_the_checkpoint_traffic(tmp_path: Path) -> None:
+    import jsonschema
+
+    defs = json.loads((ROOT / "docs" / "protocol" / "ws-messages.json").read_text())["$defs"]
+    client_schema = jsonschema.Draft202012Validator({"$ref": "#/$defs/ClientMessage", "$defs": defs})
+    server_schema = jsonschema.Draft202012Validator({"$ref": "#/$defs/ServerMessage", "$defs": defs})
+    config = ServerConfig(checkpoint_dir=str(tmp_path))
+    with serve_app(create_app(WORDLE, config=config)) as url, connect(url.replace("http", "ws") + "/ws") as ws:
+
+        def send(message: dict[str, Any]) -> dict[str, Any]:
+            client_schema.validate(message)
+            ws.send(json.dumps(message))
+            reply: dict[str, Any] = json.loads(ws.recv(timeout=10))
+            server_schema.validate(reply)
+            return reply
+
+        send({"type": "reset", "data": {"task_id": 2}})
+        kept = send({"type": "checkpoint", "data": {}, "id": 1})
+        assert kept["type"] == "checkpoint" and kept["id"] == 1
+        handle = kept["data"]["handle"]
+        assert send({"type": "restore", "data": {"handle": handle}})["type"] == "restored"
+        assert send({"type": "drop_checkpoint", "data": {"handle": handle}})["type"] == "dropped"
+        assert send({"type": "restore", "data": {"handle": handle, "drop": True}})["data"]["code"] == "CHECKPOINT_NOT_FOUND"
