@@ -212,13 +212,15 @@ class FaultyEnvironment(Environment[FaultyAction, FaultyObservation, FaultyState
         if self.state.fault != "sandbox":
             result = sandbox.run(f"sleep {CHECK_S}; cat answer.txt 2>/dev/null", timeout_s=60.0)
             return {"stdout": result.stdout, "exit_code": result.exit_code}
-        # The host kills the sandbox while the check runs: again and again until the check is
-        # over, so that a kill lands inside the run however late the machine schedules it.
+        # The host kills the sandbox while the check runs; again every half second until the
+        # check is over, so that a kill lands inside the run however late the machine starts it.
         stop = threading.Event()
 
         def kill() -> None:
-            while not stop.wait(KILL_AFTER_S):
+            wait_s = KILL_AFTER_S
+            while not stop.wait(wait_s):
                 sandbox.kill_all()
+                wait_s = 0.5
 
         killer = threading.Thread(target=kill, name="fault-kill", daemon=True)
         killer.start()
