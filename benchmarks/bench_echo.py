@@ -1301,13 +1301,15 @@ def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args
         for client in args.churn_clients:
             for name in ("ours", "ours-before"):
                 ours, theirs = by.get((name, client, round_no)), by.get(("openenv", client, round_no))
-                if not (ours and theirs and theirs.steps_per_s and theirs.after_rss_kib and theirs.peak_rss_kib):
+                if not (ours and theirs and theirs.peak_rss_kib):
                     continue
                 bare = by.get(("bare-ws", client, round_no))
                 lines.append(
-                    f"- round {round_no}, {client} client, {name}/OpenEnv: steps/s x{ours.steps_per_s / theirs.steps_per_s:.2f}, "
-                    f"RSS at most x{ours.peak_rss_kib / theirs.peak_rss_kib:.2f}, "
-                    f"RSS right after x{ours.after_rss_kib / theirs.after_rss_kib:.2f}"
+                    f"- round {round_no}, {client} client, {name}/OpenEnv: "
+                    + (f"steps/s x{ours.steps_per_s / theirs.steps_per_s:.2f}, " if theirs.steps_per_s else
+                       f"OpenEnv's not done ({theirs.note or 'no step answered'}), ")
+                    + f"RSS at most x{ours.peak_rss_kib / theirs.peak_rss_kib:.2f}"
+                    + (f", RSS right after x{ours.after_rss_kib / theirs.after_rss_kib:.2f}" if theirs.after_rss_kib else "")
                     + (f" (what the churn added, at most: x{(ours.peak_rss_kib - ours.baseline_rss_kib) / grown:.2f})"
                        if (grown := theirs.peak_rss_kib - theirs.baseline_rss_kib) > 0 else "")
                     + (f"; {name}/bare-ws steps/s x{ours.steps_per_s / bare.steps_per_s:.2f}"
