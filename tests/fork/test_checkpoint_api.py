@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from websockets.sync.client import connect
 
 from openenv_sdk import Action, Environment, Observation, State, create_app, tool
@@ -29,8 +30,16 @@ from openenv_sdk.snapshots import CheckpointError
 from openenv_sdk.testing import serve_app
 
 ROOT = Path(__file__).resolve().parents[2]
-WORDLE = load_environment(ROOT / "environments" / "wordle").env_cls
-TERMINAL = load_environment(ROOT / "environments" / "terminal").env_cls
+
+
+def _env_cls(name: str) -> type[Environment[Any, Any, Any]]:
+    env_cls = load_environment(ROOT / "environments" / name).env_cls
+    assert env_cls is not None
+    return env_cls
+
+
+WORDLE = _env_cls("wordle")
+TERMINAL = _env_cls("terminal")
 VERBS = {"checkpoint", "restore", "drop_checkpoint", "fork", "snapshot"}
 
 
@@ -76,7 +85,7 @@ def test_a_tool_cannot_take_a_hook_name() -> None:
 
 
 def test_the_orchestrator_token_guards_the_http_routes(tmp_path: Path) -> None:
-    config = ServerConfig(checkpoint_dir=str(tmp_path), orchestrator_token="s3cret")
+    config = ServerConfig(checkpoint_dir=str(tmp_path), orchestrator_token=SecretStr("s3cret"))
     with serve_app(create_app(WORDLE, config=config)) as url:
         assert httpx.post(url + "/checkpoint", timeout=10).status_code == 401
         assert httpx.post(url + "/restore", json={"handle": "ckpt_" + "a" * 32}, timeout=10).status_code == 401
