@@ -239,3 +239,14 @@ def test_the_server_refuses_a_hostile_archive_and_keeps_nothing_of_it(
         assert "escaped" not in listing["output"] and "\nx\n" not in listing["output"]
         tools = {t.name for t in client.list_tools()}
         assert not {"restore_workspace", "snapshot_workspace"} & tools  # never the agent's
+
+
+def test_collect_keeps_state_too(tmp_path: Path) -> None:
+    out = tmp_path / "collected"
+    result = cli("collect", str(ENVS / "wordle"), "--policy", "scripted:tests.regrade.policies:wordle_act", "-n", "2",
+                 "-r", "2", "-o", str(out), "--keep-state", "--format", "quiet")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    records = EpisodeLog(out / "episodes.jsonl").load()
+    regraded = regrade_json(out)
+    assert {row["key"]: row["reward"] for row in regraded["episodes"]} == {k: r.reward for k, r in records.items()}
+    assert regraded["regraded"] == 4
