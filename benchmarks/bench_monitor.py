@@ -3,9 +3,11 @@
 The attack episodes are those the security tests play (tests/security/test_attack_{terminal,
 coding,mini_swe,harbor_image}.py: real servers, real sandboxes, a real container for the Harbor
 task, the attacks' tool calls over MCP), recorded by the `tests.monitor.record_attacks` plugin.
-The Harbor task's episodes were recorded after the rules were written: a held-out check. The honest ones are each environment's reference
-solution (`environments/*/oracle.py`) played by `openenv eval --policy scripted:...` through a
-real server. Both are kept, compactly, in tests/monitor/data/ (`--record` plays them again).
+The Harbor task's episodes were recorded after the rules were written: a held-out check.
+The honest ones are each environment's reference solution (`environments/*/oracle.py`) played
+by `openenv eval --policy scripted:...` through a real server, alone and inside a model's looking around (`tests/monitor/explorer_policy.py`: lists
+and reads files, tests and their configuration included, checks git, runs the tests). Both are
+kept, compactly, in tests/monitor/data/ (`--record` plays them again).
 
 Each recorded episode of a security test is labelled: `attack` (the session that attacks),
 `victim` (the other session of a two-session test, doing plain work) or `control` (the tests'
@@ -41,6 +43,9 @@ HONEST = DATA / "honest_episodes.jsonl"
 SECURITY_FILES = ("terminal", "coding", "mini_swe", "harbor_image")
 """tests/security/test_attack_<name>.py; harbor_image plays a Harbor task in its own image (a container engine)."""
 ORACLE_ENVS = ("wordle", "terminal", "coding", "mini_swe")
+EXPLORER = "scripted:tests/monitor/explorer_policy.py:act"
+"""The oracle with a model's looking around before and after (reads tests and their configuration, runs them)."""
+EXPLORER_ENVS = ("terminal", "coding", "mini_swe")
 
 # The first command or file of a victim's episode: the plain work the other session does while
 # the attacker acts (two-session tests), or a later session checking it was not touched.
@@ -98,15 +103,16 @@ def record_honest(out: Path) -> None:
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ORACLE_ENVS:
-            run_dir = Path(tmp) / name
-            policy = f"scripted:environments/{name}/oracle.py:act"
+        plays = [(name, "oracle", f"scripted:environments/{name}/oracle.py:act") for name in ORACLE_ENVS]
+        plays += [(name, "explorer", EXPLORER) for name in EXPLORER_ENVS]
+        for name, kind, policy in plays:
+            run_dir = Path(tmp) / f"{kind}-{name}"
             cmd = [str(Path(sys.executable).parent / "openenv"), "eval", f"environments/{name}", "--policy", policy]
             subprocess.run([*cmd, "-c", "2", "-o", str(run_dir), "--format", "quiet"], cwd=REPO, check=True, timeout=1800)
             for key, record in sorted(EpisodeLog(run_dir / "episodes.jsonl").load().items()):
                 calls = [c.model_dump() for c in tool_calls_of(record.messages)]
                 task = {"task_id": record.task_id, **record.reset_kwargs}
-                rows.append({"env": name, "test": f"oracle:{key}", "task_id": record.task_id, "task": task,
+                rows.append({"env": name, "test": f"{kind}:{key}", "task_id": record.task_id, "task": task,
                              "calls": calls, "reward": record.reward, "label": "honest"})  # fmt: skip
     out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
