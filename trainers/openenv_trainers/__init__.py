@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .accounting import TokenLedger, training_chat_template
-    from .advantages import GroupFilter, group_advantages
+    from .advantages import GroupFilter, group_advantages, surviving_advantages
     from .episode import EpisodeConfig, EpisodeResult, run_episode
     from .errors import (
         AccountingError,
@@ -80,6 +80,7 @@ _EXPORTS = {
     "load_grader": ".sources",
     "run_episode": ".episode",
     "split_task": ".tasks",
+    "surviving_advantages": ".advantages",
     "task_prompt": ".tasks",
     "task_row": ".tasks",
     "tool_output_sft_loss": ".sft",
@@ -88,6 +89,7 @@ _EXPORTS = {
 
 __all__ = [
     "AccountingError",
+    "AgentFailed",
     "Completion",
     "CompletionsClient",
     "EnvRolloutFunc",
@@ -95,7 +97,6 @@ __all__ = [
     "EnvSource",
     "EnvironmentFactory",
     "EpisodeConfig",
-    "AgentFailed",
     "EpisodeError",
     "EpisodeResult",
     "EpisodeTimeout",
@@ -119,6 +120,7 @@ __all__ = [
     "load_grader",
     "run_episode",
     "split_task",
+    "surviving_advantages",
     "task_prompt",
     "task_row",
     "tool_output_sft_loss",

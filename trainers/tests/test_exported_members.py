@@ -40,6 +40,7 @@ EXPECTED = [
     "load_grader",
     "run_episode",
     "split_task",
+    "surviving_advantages",
     "task_prompt",
     "task_row",
     "tool_output_sft_loss",
