@@ -1,6 +1,6 @@
 """Mixtures and curricula: zero-variance GRPO groups, uniform sampling against sampling by pass rate.
 
-    .venv-trainers/bin/python benchmarks/bench_mixture.py                      # 48 tasks per env, 240 groups per mode
+    .venv-trainers/bin/python benchmarks/bench_mixture.py                      # 48 tasks per env, 400 groups per mode (docs/trainers/mixtures.md)
     .venv-trainers/bin/python benchmarks/bench_mixture.py --tasks 24 --groups 80 --json out.json
 
 It needs the trainers' venv (`bash scripts/setup_trainers_venv.sh`). Wordle (`environments/wordle`)
@@ -235,7 +235,7 @@ def table(report: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=48, help="tasks per environment")
-    parser.add_argument("--groups", type=int, default=240, help="groups per mode")
+    parser.add_argument("--groups", type=int, default=400, help="groups per mode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
