@@ -20,6 +20,7 @@ The task: answer the `target` word with the `answer` tool. The reward is 0.5 for
 from __future__ import annotations
 
 import collections
+import inspect
 import os
 import random
 import threading
@@ -45,8 +46,8 @@ __all__ = [
     "FaultyEnvironment",
     "PlannedFault",
     "fault_plan",
+    "FaultyGrader",
     "faulty_grader",
-    "grader",
     "judge_app",
 ]
 
@@ -238,32 +239,37 @@ class FaultyEnvironment(Environment[FaultyAction, FaultyObservation, FaultyState
 
 
 async def _right_word(state: dict[str, Any], env: Any) -> float:
-    checked = await env.call("check")
+    checked = env.call("check")  # an async client's call is awaited; a sync one's has answered
+    if inspect.isawaitable(checked):
+        checked = await checked
     return float(bool(state["target"]) and checked["stdout"].strip() == state["target"])
 
 
-def faulty_grader(judge_url: str, *, max_retries: int = 1) -> Rubric:
+class FaultyGrader(WeightedSum):
     """The grader of `FaultyEnvironment`: 0.5 for the right word (checked in the sandbox) and 0.5
-    for the judge's approval (the judge at `judge_url`, an OpenAI-compatible API root)."""
-    judge = JudgeRubric(
-        base_url=judge_url,
-        model="fault-judge",
-        prompt="The episode's state: {state}. SCORE 1 if an answer was given.",
-        max_retries=max_retries,
-        backoff_s=0.01,
-        timeout_s=10.0,
-        cache=False,
-    )
-    return WeightedSum({"right_word": (FunctionRubric(_right_word), 0.5), "judge": (judge, 0.5)}, name="faulty")
+    for the judge's approval (the judge at `judge_url`, an OpenAI-compatible API root; default
+    `$OPENENV_FAULT_JUDGE_URL`, so that `openenv_sdk.fault_injection:FaultyGrader` is a grader
+    reference)."""
+
+    def __init__(self, judge_url: str | None = None, *, max_retries: int = 1) -> None:
+        url = judge_url or os.environ.get("OPENENV_FAULT_JUDGE_URL")
+        if not url:
+            raise ValueError("pass judge_url or set OPENENV_FAULT_JUDGE_URL to the fault judge's API root (http://HOST:PORT/v1)")
+        judge = JudgeRubric(
+            base_url=url,
+            model="fault-judge",
+            prompt="The episode's state: {state}. SCORE 1 if an answer was given.",
+            max_retries=max_retries,
+            backoff_s=0.01,
+            timeout_s=10.0,
+            cache=False,
+        )
+        super().__init__({"right_word": (FunctionRubric(_right_word), 0.5), "judge": (judge, 0.5)}, name="faulty")
 
 
-def grader() -> Rubric:
-    """`faulty_grader` of the judge at `$OPENENV_FAULT_JUDGE_URL` (for a grader reference:
-    `openenv_sdk.fault_injection:grader`)."""
-    url = os.environ.get("OPENENV_FAULT_JUDGE_URL")
-    if not url:
-        raise ValueError("set OPENENV_FAULT_JUDGE_URL to the fault judge's API root (http://HOST:PORT/v1)")
-    return faulty_grader(url)
+def faulty_grader(judge_url: str, *, max_retries: int = 1) -> Rubric:
+    """`FaultyGrader(judge_url)`."""
+    return FaultyGrader(judge_url, max_retries=max_retries)
 
 
 def judge_app() -> Any:

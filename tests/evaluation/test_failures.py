@@ -23,7 +23,7 @@ from openenv_sdk.evaluation import EnvTarget, PlannedEpisode, RunConfig, Scripte
 from openenv_sdk.evaluation._metrics import summarize
 from openenv_sdk.evaluation._report import markdown_report
 from openenv_sdk.failures import FailureCause
-from openenv_sdk.fault_injection import FaultyEnvironment, PlannedFault, fault_plan, faulty_grader, judge_app
+from openenv_sdk.fault_injection import FaultyEnvironment, PlannedFault, fault_plan, judge_app
 from openenv_sdk.testing import serve_app
 
 EPISODES = 500
@@ -50,13 +50,13 @@ def _policy(plan: dict[str, PlannedFault]) -> ScriptedPolicy:
 
 
 @pytest.mark.timeout(600)
-def test_every_failure_carries_its_cause_and_no_reward(servers: tuple[str, str]) -> None:
+def test_every_failure_carries_its_cause_and_no_reward(servers: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     env_url, judge_url = servers
+    monkeypatch.setenv("OPENENV_FAULT_JUDGE_URL", judge_url)
     plan = fault_plan(EPISODES, seed=7)
     planned = [PlannedEpisode(task_id=f"g{p.group}", attempt=p.index % 4, reset_kwargs=p.reset_kwargs) for p in plan]
     by_key = {e.key: p for e, p in zip(planned, plan, strict=True)}
-    target = EnvTarget(env_url, grader="openenv_sdk.fault_injection:faulty_grader")
-    target.rubric = faulty_grader(judge_url)
+    target = EnvTarget(env_url, grader="openenv_sdk.fault_injection:FaultyGrader")  # as `openenv eval --grader` names it
 
     async def main() -> list[Any]:
         await target.start()

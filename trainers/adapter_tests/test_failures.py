@@ -68,6 +68,7 @@ def expected_group_rewards(group: int) -> list[float]:
 # --- SkyRL -----------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(600)
 def test_skyrl_failed_episodes_raise_their_cause_and_carry_no_reward(urls: tuple[str, str]) -> None:
     from openenv_trainers.adapters.skyrl import OpenEnvSkyRLEnv
 
@@ -119,6 +120,7 @@ def art_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     return {"role": "assistant", "content": None, "tool_calls": [{"id": f"call_{len(messages)}", "type": "function", "function": function}]}
 
 
+@pytest.mark.timeout(600)
 def test_art_groups_hold_the_survivors_and_their_advantages_are_arts_over_them(urls: tuple[str, str], tmp_path: Path) -> None:
     import art
     from art.tinker_native.data import compute_advantages
@@ -186,6 +188,7 @@ class ScriptedServer:
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
 
 
+@pytest.mark.timeout(600)
 def test_verl_failed_rows_train_nothing_and_openenv_grpo_is_verls_grpo_over_the_survivors(
     tiny_model_dir: Path, urls: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -201,7 +204,7 @@ def test_verl_failed_rows_train_nothing_and_openenv_grpo_is_verls_grpo_over_the_
     env_url, judge_url = urls
     monkeypatch.setenv("OPENENV_FAULT_JUDGE_URL", judge_url)
     loops = tmp_path / "agent_loops.yaml"
-    loops.write_text(yaml.safe_dump([adapter.agent_loop_config("openenv", base_url=env_url, grader="openenv_sdk.fault_injection:grader")]))
+    loops.write_text(yaml.safe_dump([adapter.agent_loop_config("openenv", base_url=env_url, grader="openenv_sdk.fault_injection:FaultyGrader")]))
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     worker = AgentLoopWorker(verl_config(tiny_model_dir, loops), ScriptedServer(tokenizer))
     started = time.monotonic()
@@ -247,3 +250,50 @@ def test_verl_failed_rows_train_nothing_and_openenv_grpo_is_verls_grpo_over_the_
         alone, _ = compute_grpo_outcome_advantage(rewards[rows], mask[rows], index[rows])
         assert torch.allclose(advantages[rows], alone)
     print(f"\nverl: {EPISODES} episodes in {took_s:.1f} s, {collections.Counter(f for f in failures if f)}")
+
+
+# --- verifiers -------------------------------------------------------------------------------
+
+VF_EPISODES = 16
+"""Through `run_eval` (each episode runs verifiers' harness program, a `uv` subprocess): fewer."""
+
+
+@pytest.mark.timeout(600)
+def test_verifiers_failed_episodes_are_errored_traces_with_their_cause_and_no_reward(
+    urls: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifiers.v1.cli.eval.runner import run_eval
+
+    from .scripted_chat import ChatServer
+    from .test_verifiers import _config, _env
+
+    env_url, judge_url = urls
+    monkeypatch.setenv("OPENENV_FAULT_JUDGE_URL", judge_url)
+    monkeypatch.setenv("PATH", _env()["PATH"])
+    # 16 episodes of the plan, every fault among them: each group's first and each fault's first.
+    picked = sorted({*PLAN[:8], *(next(p for p in PLAN if p.fault == f) for f in ("reset", "sandbox", "judge"))}, key=lambda p: p.index)
+    picked += [p for p in PLAN if p.fault == "none" and p not in picked][: VF_EPISODES - len(picked)]
+    tasks = [{"prompt": prompt_of(p), "reset": p.reset_kwargs} for p in picked]
+    chat = ChatServer(art_reply)
+    started = time.monotonic()
+    with serve(chat.app) as url:
+        config = _config(f"{url}/v1", tmp_path, base_url=env_url, grader="openenv_sdk.fault_injection:FaultyGrader", tasks=tasks)
+        episodes = asyncio.run(run_eval(config))
+    took_s = time.monotonic() - started
+    assert len(episodes) == len(picked)
+    by_task = {(prompt_of(p), p.fault): p for p in picked}  # the same key: the same expected outcome
+    seen: collections.Counter[str] = collections.Counter()
+    for episode in episodes:
+        data = episode.task.data
+        prompt, reset = (data.prompt, data.reset) if not isinstance(data, dict) else (data["prompt"], data["reset"])
+        p = by_task[(prompt, reset["fault"])]
+        if p.fault == "none":
+            (trace,) = episode.traces
+            assert episode.ok and trace.reward == p.expected_reward, (p, episode.errors)
+        else:
+            assert not episode.ok
+            (error,) = episode.errors
+            assert f"{CAUSE[p.fault]} failure at " in error.message, error.message
+            seen[CAUSE[p.fault]] += 1
+    assert set(seen) == {"reset", "sandbox", "judge"}
+    print(f"\nverifiers: {len(picked)} episodes in {took_s:.1f} s, {dict(seen)}")
