@@ -250,3 +250,20 @@ def test_collect_keeps_state_too(tmp_path: Path) -> None:
     regraded = regrade_json(out)
     assert {row["key"]: row["reward"] for row in regraded["episodes"]} == {k: r.reward for k, r in records.items()}
     assert regraded["regraded"] == 4
+
+
+def test_keeping_an_agents_workspace_follows_nothing_and_bounds_it(terminal_server: GenericEnvClient) -> None:
+    """The agent leaves a link to / and a FIFO (kept as such, nothing read through them), then a
+    sparse 100 MiB file: over the unpacked limit, refused at once with the limit named."""
+    with client_of(terminal_server) as client:
+        client.reset(task_id="csv2json")
+        out = client.call_tool("bash", command="ln -s / rootlink && mkfifo pipe && echo made")
+        assert "made" in out.content[0].text
+        archive = base64.b64decode(client.call("snapshot_workspace")["archive"])
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            members = {m.name: m for m in tar.getmembers()}
+        assert members["rootlink"].issym() and members["rootlink"].linkname == "/"
+        assert members["pipe"].isfifo() and not any(name.startswith("rootlink/") for name in members)
+        client.call_tool("bash", command="truncate -s 100M big")
+        with pytest.raises(ServerError, match=r"over 64 MiB \(max_unpacked_bytes\)"):
+            client.call("snapshot_workspace")
