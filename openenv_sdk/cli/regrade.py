@@ -16,6 +16,7 @@ from ..errors import OpenEnvError
 from ..regrade._regrade import RegradeResult
 from ._options import FormatOpt, JsonOpt, OutputFormat, resolve_format
 from ._output import console, debug_enabled, escape, fail, print_json
+from ._rollouts import EnvTokenOpt
 
 __all__ = ["regrade"]
 
@@ -28,6 +29,7 @@ def regrade(
     env: Annotated[
         str | None, typer.Option("--env", help="Serve this environment for the restored sessions; default the run's.")
     ] = None,
+    env_token: EnvTokenOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Episodes regraded at once.")] = 8,
     episode_timeout_s: Annotated[
         float, typer.Option("--episode-timeout-s", min=0.001, help="The most one episode's regrading may take, in seconds.")
@@ -56,7 +58,7 @@ def regrade(
     fmt = resolve_format(output_format, json_flag)
     try:
         result = asyncio.run(
-            aregrade(run_dir, grader=grader, env=env, concurrency=concurrency, episode_timeout_s=episode_timeout_s)
+            aregrade(run_dir, grader=grader, env=env, env_token=env_token, concurrency=concurrency, episode_timeout_s=episode_timeout_s)
         )
     except OpenEnvError as e:
         if debug_enabled():

@@ -116,6 +116,7 @@ async def aregrade(
     *,
     grader: str | None = None,
     env: str | None = None,
+    env_token: str | None = None,
     concurrency: int = 8,
     episode_timeout_s: float = 300.0,
     env_timeout_s: float = 60.0,
@@ -126,6 +127,7 @@ async def aregrade(
     Args:
         grader: a folder or `module:attribute`; default the run's own grader.
         env: serve this environment for the restored sessions; default the one the run named.
+        env_token: the orchestrator token of a server URL (never kept with the run).
         concurrency: episodes regraded at once.
         episode_timeout_s: the most one episode's regrading may take.
 
@@ -152,7 +154,8 @@ async def aregrade(
         nonlocal target, sessions
         async with start_lock:
             if target is None:
-                target = EnvTarget(env_spec, grader=grader_spec, startup_timeout_s=startup_timeout_s, timeout_s=env_timeout_s)
+                target = EnvTarget(env_spec, grader=grader_spec, orchestrator_token=env_token,
+                                   startup_timeout_s=startup_timeout_s, timeout_s=env_timeout_s)  # fmt: skip
                 await target.start()
             sessions += 1
         return target.client()

@@ -267,3 +267,21 @@ def test_keeping_an_agents_workspace_follows_nothing_and_bounds_it(terminal_serv
         client.call_tool("bash", command="truncate -s 100M big")
         with pytest.raises(ServerError, match=r"over 64 MiB \(max_unpacked_bytes\)"):
             client.call("snapshot_workspace")
+
+
+def test_a_run_against_a_url_regrades_against_it_with_its_token(terminal_server: GenericEnvClient, tmp_path: Path) -> None:
+    """The token is never kept with the run: regrade takes it again (--env-token)."""
+    token = getattr(terminal_server.provider, "orchestrator_token", None)
+    assert token and terminal_server.base_url
+    out = tmp_path / "url"
+    auth = ("--env-token", token)
+    result = cli("eval", terminal_server.base_url, "--grader", str(ENVS / "terminal"), *auth, "--policy",
+                 "scripted:tests.regrade.policies:terminal_act", "--task", "csv2json", "-r", "2", "-o", str(out),
+                 "--keep-state", "--format", "quiet")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert token not in (out / STATE_DIR / "run.json").read_text()
+    original = {k: r.reward for k, r in EpisodeLog(out / "episodes.jsonl").load().items()}
+    assert original == {"csv2json#0": 1.0, "csv2json#1": 0.0}
+    assert cli("regrade", str(out), "--json").exit_code == 1  # no token: the server refuses the sessions
+    regraded = regrade_json(out, *auth)
+    assert {row["key"]: row["reward"] for row in regraded["episodes"]} == original
