@@ -106,7 +106,7 @@ def test_a_string_arguments_episode_would_train_a_quoted_call(tokenizer: Any) ->
     from openenv_trainers.chat import use_tool_chat_template
 
     tok = use_tool_chat_template(tokenizer)
-    raw = [{"role": "user", "content": "Go."},
+    raw: list[dict[str, Any]] = [{"role": "user", "content": "Go."},
            {"role": "assistant", "content": None,
             "tool_calls": [{"type": "function", "function": {"name": "guess", "arguments": '{"number": 50}'}}]}]  # fmt: skip
     assert '"arguments": "{\\"number\\": 50}"' in tok.apply_chat_template(raw, tokenize=False)
