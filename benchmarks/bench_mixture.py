@@ -2,6 +2,7 @@
 
     .venv-trainers/bin/python benchmarks/bench_mixture.py                      # 48 tasks per env, 400 groups per mode (docs/trainers/mixtures.md)
     .venv-trainers/bin/python benchmarks/bench_mixture.py --tasks 24 --groups 80 --json out.json
+    .venv-trainers/bin/python benchmarks/bench_mixture.py --tiny-model /tmp/tiny-model --groups 16   # why not the tiny model
 
 It needs the trainers' venv (`bash scripts/setup_trainers_venv.sh`). Wordle (`environments/wordle`)
 and Guess (`examples/guess`) are served as real servers on real ports; the async rollout worker
@@ -99,7 +100,15 @@ def make_profiles(urls: dict[str, str], tasks: int, out: Path) -> dict[str, Path
 
 
 def run_mode(
-    mode: str, urls: dict[str, str], tokenizer: Any, *, tasks: int, groups: int, profiles: dict[str, Path] | None, seed: int
+    mode: str,
+    urls: dict[str, str],
+    tokenizer: Any,
+    *,
+    tasks: int,
+    groups: int,
+    profiles: dict[str, Path] | None,
+    seed: int,
+    backend: Any | None = None,
 ) -> dict[str, Any]:
     """One worker run of `groups` groups; its zero-variance groups and each batch's mix."""
     from openenv_trainers.advantages import GroupFilter
@@ -129,7 +138,7 @@ def run_mode(
             )  # fmt: skip
             for env in ("wordle", "guess")
         ],
-        curriculum=None if mode == "uniform" else Curriculum(),
+        curriculum=None if mode.startswith("uniform") else Curriculum(),
         seed=seed,
     )
     config = WorkerConfig(
@@ -138,8 +147,8 @@ def run_mode(
         group_filter=GroupFilter(drop_zero_variance=True), pacing=PacingConfig(enabled=False),
         starve_after_dropped_groups=10_000, check_server=False, poll_interval_s=0.005, seed=seed,
     )  # fmt: skip
-    worker = EnvRolloutWorker(sources=mixture, backend=ScriptedBackend(tokenizer, policy.script), tokenizer=tokenizer,
-                              config=config)  # fmt: skip
+    backend = backend if backend is not None else ScriptedBackend(tokenizer, policy.script)
+    worker = EnvRolloutWorker(sources=mixture, backend=backend, tokenizer=tokenizer, config=config)
     samples: list[Any] = []
     metrics: dict[str, Any] = {}
     started = time.monotonic()
@@ -158,8 +167,10 @@ def run_mode(
     while not worker.metrics_queue.empty():
         metrics.update(worker.metrics_queue.get_nowait())
     c = worker.counters
+    rewards = {env: metrics.get(f"worker/source/{env}/reward_mean") for env in WEIGHTS}
     return {
         "mode": mode,
+        "last_reward_mean": rewards,
         "groups": c["groups"],
         "zero_variance": c["groups_dropped_zero_variance"],
         "zero_variance_fraction": c["groups_dropped_zero_variance"] / c["groups"],
@@ -189,6 +200,21 @@ def batch_mix(samples: list[Any]) -> dict[str, Any]:
         "max_error": max(errors, default=float("nan")),
         "mean_error": sum(errors) / len(errors) if errors else float("nan"),
     }
+
+
+def tiny_model_check(model_dir: Path, *, tasks: int, groups: int, seed: int = 0) -> dict[str, Any]:
+    """The tiny model (trainers' tests) as the policy, uniform sampling: its groups' reward variance."""
+    import torch
+    from openenv_trainers.generation import TransformersBackend
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
+    with servers() as urls:
+        return run_mode("uniform (tiny model)", urls, tokenizer, tasks=tasks, groups=groups, profiles=None, seed=seed,
+                        backend=backend)  # fmt: skip
 
 
 def run(*, tasks: int, groups: int, seed: int = 0) -> dict[str, Any]:
@@ -238,7 +264,16 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=400, help="groups per mode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--tiny-model", type=Path, help="instead: the tiny model (this folder) as the policy, uniform only")
     args = parser.parse_args()
+    if args.tiny_model is not None:
+        result = tiny_model_check(args.tiny_model, tasks=args.tasks, groups=args.groups, seed=args.seed)
+        print(f"tiny model, uniform: {result['zero_variance']} of {result['groups']} groups with zero reward variance "
+              f"({result['zero_variance_fraction']:.0%}); last group's reward mean {result['last_reward_mean']}; "
+              f"per source {json.dumps(result['per_source'])}")  # fmt: skip
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2) + "\n")
+        return
     report = run(tasks=args.tasks, groups=args.groups, seed=args.seed)
     print(table(report))
     if args.json:

@@ -21,7 +21,10 @@ and reports the rewards back (`EnvMixture.record`).
   failed group is made up for). Groups end in any order and some are dropped, so the worker also
   hands a finished group to the trainer only in its environment's turn (`EnvMixture.turn`: no
   environment more than a fraction of a group ahead of its weight), waiting at most `max_hold_s`;
-  every batch the trainer takes then holds each environment at its weight, within a group.
+  every batch the trainer takes then holds each environment at its weight, within a group. An
+  environment whose last 16 groups were all dropped (`starved`: every task too hard or too easy
+  now) is not waited for, and its dropped groups are no longer made up: it is admitted at its
+  weight, and the others' batches share its place until it delivers again.
 - **The curriculum.** GRPO learns nothing from a group whose rewards are all equal, and a task the
   policy always or never passes gives such groups. With a `Curriculum`, each environment's sampler
   keeps a pass rate per task (from an `openenv eval --profile` file, then from the worker's own
@@ -30,7 +33,7 @@ and reports the rewards back (`EnvMixture.record`).
   taken in order, cycling, as a plain worker does.
 - **Metrics**, per environment: `worker/source/<name>/reward_mean`, `reward_std`, `pass_rate`
   (of the group), `groups`, `groups_trained`, `groups_delivered`, `groups_zero_variance`, `share`
-  (of the groups delivered to the trainer: the weight's match), `holds_expired`, and with a curriculum `tasks_skipped`, `tasks_in_band`,
+  (of the groups delivered to the trainer: the weight's match), `holds_expired`, `starved`, and with a curriculum `tasks_skipped`, `tasks_in_band`,
   `tasks_out_of_band`, `tasks_unknown` (beside the per-server counters of `source_counters`).
 
 A task is matched to a profile's task by its reset arguments (the row's task fields, `seed`
@@ -40,6 +43,7 @@ included), so the rows of `openenv eval`'s Task API tasks match their profile en
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import logging
@@ -228,6 +232,10 @@ class MixtureSource:
         return [self.sources] if isinstance(self.sources, EnvSource) else list(self.sources)
 
 
+_STARVED_AFTER = 16
+"""A source whose last this many groups were all dropped is starved (`_Member.starved`)."""
+
+
 @dataclass
 class _Member:
     """A source's state in the mixture: its sampler, grader, tools and counts."""
@@ -242,6 +250,21 @@ class _Member:
     waiting: int = 0
     delivered: int = 0
     holds_expired: int = 0
+    base_delivered: int = 0
+    base_counted: int = 0
+    """Its counts when the set of starved sources last changed: the mix is kept from then on."""
+    recent: collections.deque[bool] = field(default_factory=lambda: collections.deque(maxlen=_STARVED_AFTER))
+    """Whether each of its latest groups was trained on."""
+
+    @property
+    def starved(self) -> bool:
+        """Its latest groups were all dropped: its weight cannot be met now, and the others must not wait for it."""
+        return len(self.recent) == self.recent.maxlen and not any(self.recent)
+
+    def counted(self) -> int:
+        """Its groups as the mix counts them: delivered or still able to be; a starved source's every group."""
+        return self.admitted if self.starved else self.delivered + self.waiting + self.running
+
     groups_trained: int = 0
     groups_zero_variance: int = 0
     episodes: int = 0
@@ -309,6 +332,7 @@ class EnvMixture:
         # Some source can always deliver when each may run this far ahead (the shares sum to 1).
         self._slack = 1.0 - 1.0 / len(self._members)
         self._open: dict[int, str] = {}  # draw id -> "running" | "waiting"
+        self._starved: frozenset[str] = frozenset()
         self._ids = itertools.count()
         self._lock = threading.Lock()
 
@@ -338,12 +362,12 @@ class EnvMixture:
     def next_source(self) -> str:
         """The source furthest behind its weight, by groups delivered and running."""
         with self._lock:
-            counted = sum(m.delivered + m.waiting + m.running for m in self._members.values()) + 1
+            counted = sum(m.counted() - m.base_counted for m in self._members.values()) + 1
             return max(self._members, key=lambda n: self._deficit(self._members[n], counted))
 
     @staticmethod
     def _deficit(member: _Member, counted: int) -> float:
-        return member.share * counted - (member.delivered + member.waiting + member.running)
+        return member.share * counted - (member.counted() - member.base_counted)
 
     def draw(self) -> Draw:
         """The next group's task; the group counts as running until `release`."""
@@ -380,6 +404,14 @@ class EnvMixture:
                 else:
                     del self._open[draw.id]
             member.groups_trained += int(trained)
+            member.recent.append(trained)
+            starved = frozenset(name for name, m in self._members.items() if m.starved)
+            if starved != self._starved:
+                # A source stopped (or started again) delivering: keep the mix from now on, rather
+                # than make the others wait while it catches up on the past, or the reverse.
+                self._starved = starved
+                for m in self._members.values():
+                    m.base_delivered, m.base_counted = m.delivered, m.counted()
             member.groups_zero_variance += int(zero_variance)
             member.episodes += len(rewards)
             member.passed += passed
@@ -399,8 +431,12 @@ class EnvMixture:
             member = self._members[draw.source]
             if self._open.get(draw.id) != "waiting":
                 return True  # not held here (released): nothing to wait for
-            total = sum(m.delivered for m in self._members.values())
-            if not force and member.delivered + 1 > member.share * (total + 1) + self._slack + 1e-9:
+            # The turn is among the sources that deliver: a starved one is not waited for.
+            members = [m for m in self._members.values() if m is member or not m.starved]
+            share = member.share / math.fsum(m.share for m in members)
+            total = sum(m.delivered - m.base_delivered for m in members)
+            mine = member.delivered - member.base_delivered
+            if not force and mine + 1 > share * (total + 1) + self._slack + 1e-9:
                 return False
             del self._open[draw.id]
             member.waiting -= 1
@@ -436,6 +472,7 @@ class EnvMixture:
             prefix + "groups_zero_variance": float(member.groups_zero_variance),
             prefix + "groups_delivered": float(member.delivered),
             prefix + "holds_expired": float(member.holds_expired),
+            prefix + "starved": float(member.starved),
             prefix + "share": member.delivered / delivered if delivered else 0.0,
         }
         if self.curriculum is not None:

@@ -184,3 +184,30 @@ def test_the_worker_on_a_wordle_and_guess_mixture_halves_zero_variance_groups(ca
     assert online["zero_variance_fraction"] < uniform["zero_variance_fraction"]
     assert "worker/source/wordle/tasks_skipped" in profiled["per_source"]
     assert profiled["per_source"]["worker/source/wordle/tasks_skipped"] > 0
+
+
+def test_a_source_whose_groups_are_all_dropped_starves_neither_generation_nor_the_trainer() -> None:
+    """Every group of `hard` has zero variance (every task beyond the policy): it is admitted at its
+    weight, not more (its dropped groups are no longer made up once it is starved), and `easy`'s
+    groups go to the trainer at once instead of waiting for `hard`'s turn."""
+    mixture = EnvMixture(
+        [
+            MixtureSource(name="easy", sources=EnvSource(NOWHERE), tasks=_rows(10), weight=0.5, rubric=echo_rubric()),
+            MixtureSource(name="hard", sources=EnvSource(NOWHERE), tasks=_rows(10), weight=0.5, rubric=echo_rubric()),
+        ]
+    )
+    admitted = []
+    held = 0
+    for _ in range(400):
+        draw = mixture.draw()
+        admitted.append(draw.source)
+        trained = draw.source == "easy"
+        mixture.record(draw, [1.0, 0.0] if trained else [0.0, 0.0], trained=trained, zero_variance=not trained)
+        if trained and not mixture.try_deliver(draw):
+            held += 1
+            assert mixture.try_deliver(draw, force=True)
+    assert 0.45 <= admitted.count("easy") / len(admitted) <= 0.55
+    assert held <= 16  # only until `hard` counts as starved (its last 16 groups dropped)
+    metrics = mixture.metrics()
+    assert metrics["worker/source/hard/starved"] == 1.0 and metrics["worker/source/easy/starved"] == 0.0
+    assert metrics["worker/source/easy/share"] == 1.0
