@@ -57,7 +57,7 @@ def call_for(text: str) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="module")
 def urls() -> Iterator[tuple[str, str]]:
-    with serve(judge_app()) as judge, serve(create_app(FaultyEnvironment, config=ServerConfig(max_sessions=64))) as env:
+    with serve(judge_app()) as judge, serve(create_app(FaultyEnvironment, config=ServerConfig(max_sessions=256))) as env:
         yield env, f"{judge}/v1"
 
 
@@ -121,16 +121,20 @@ def art_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
 
 
 @pytest.mark.timeout(600)
-def test_art_groups_hold_the_survivors_and_their_advantages_are_arts_over_them(urls: tuple[str, str], tmp_path: Path) -> None:
+def test_art_groups_hold_the_survivors_and_their_advantages_are_arts_over_them(
+    urls: tuple[str, str], tmp_path: Path, tiny_model_dir: Path
+) -> None:
     import art
-    from art.tinker_native.data import compute_advantages
+    from art.preprocessing.tokenize import tokenize_trajectory_groups
     from openenv_trainers.adapters.art import OpenEnvRollout
     from openenv_trainers.sources import EnvSource
+    from transformers import AutoTokenizer
 
     from .scripted_chat import ChatServer
     from .test_art import play
 
     env_url, judge_url = urls
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     rollout = OpenEnvRollout(EnvSource(env_url), grader=faulty_grader(judge_url), max_turns=3)
     chat = ChatServer(art_reply)
 
@@ -158,11 +162,19 @@ def test_art_groups_hold_the_survivors_and_their_advantages_are_arts_over_them(u
         causes.update(got)
         rewards = [t.reward for t in group.trajectories]
         assert sorted(rewards) == sorted(expected_group_rewards(g))
-        # ART's own advantage code over the group it trains on = over the surviving episodes alone
-        # (an advantage depends only on the reward, within its group).
+        # ART's own advantage code (its local backend's `tokenize_trajectory_groups`) over the
+        # group it trains on = GRPO over the surviving episodes alone.
+        results = list(
+            tokenize_trajectory_groups(
+                tokenizer, [group], allow_training_without_logprobs=True, scale_rewards=True,
+                shuffle_group_trajectories=False, drop_zero_advantage_trajectories=False,
+            )
+        )  # fmt: skip
+        assert [r.trajectory.reward for r in results] == rewards
         alone = expected_group_rewards(g)
-        by_reward = dict(zip(alone, compute_advantages(alone), strict=True))
-        assert compute_advantages(rewards) == pytest.approx([by_reward[r] for r in rewards])
+        mean = sum(alone) / len(alone)
+        std = (sum((r - mean) ** 2 for r in alone) / len(alone)) ** 0.5
+        assert [r.advantage for r in results] == pytest.approx([(r - mean) / (std + 1e-6) for r in rewards])
     assert causes == {"reset": 25, "sandbox": 50, "judge": 50}
     print(f"\nart: {EPISODES} episodes in {took_s:.1f} s, {dict(causes)}")
 
