@@ -33,8 +33,9 @@ and reports the rewards back (`EnvMixture.record`).
   taken in order, cycling, as a plain worker does.
 - **Metrics**, per environment: `worker/source/<name>/reward_mean`, `reward_std`, `pass_rate`
   (of the group), `groups`, `groups_trained`, `groups_delivered`, `groups_zero_variance`, `share`
-  (of the groups delivered to the trainer: the weight's match), `holds_expired`, `starved`, and with a curriculum `tasks_skipped`, `tasks_in_band`,
-  `tasks_out_of_band`, `tasks_unknown` (beside the per-server counters of `source_counters`).
+  (of the groups delivered to the trainer: the weight's match), `holds_expired`, `starved`, and
+  with a curriculum `tasks_skipped`, `tasks_in_band`, `tasks_out_of_band`, `tasks_unknown`
+  (beside the per-server counters of `source_counters`).
 
 A task is matched to a profile's task by its reset arguments (the row's task fields, `seed`
 included), so the rows of `openenv eval`'s Task API tasks match their profile entries exactly.
