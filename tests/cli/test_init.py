@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -23,7 +24,7 @@ from openenv_sdk.manifest import load_manifest
 
 runner = CliRunner()
 
-FILES = ["README.md", "grader.py", "my_game_env.py", "openenv.yaml", "tests/test_my_game.py"]
+FILES = ["README.md", "grader.py", "my_game_env.py", "openenv.yaml", "oracle.py", "tests/test_my_game.py"]
 CODE_FILES = [
     "README.md", "conftest.py", "grader.py", "hidden/reverse_words/reference.py",
     "hidden/reverse_words/test_reverse_words.py", "hidden/word_counts/reference.py",
@@ -235,3 +236,18 @@ def test_the_scaffold_episode_id_does_not_carry_the_answer(tmp_path: Path) -> No
         assert env.state.episode_id != f"leaky-{target}"
         ids.append(env.state.episode_id)
     assert len(set(ids)) == len(ids), "the same target gives the same id: it is derived from the answer"
+
+
+def test_the_guess_scaffold_passes_validate_deep_with_its_own_oracle(tmp_path: Path) -> None:
+    # The manifest names the reference policy: a fresh scaffold's oracle scores the top reward on
+    # every sampled task, doing nothing the floor, and the deep checks pass as it stands.
+    assert runner.invoke(app, ["init", "my_game", "--dir", str(tmp_path)]).exit_code == 0
+    folder = tmp_path / "my_game"
+    assert load_manifest(folder).oracle == "oracle.py:act"
+    result = runner.invoke(app, ["validate", str(folder), "--deep", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    status = {check["name"]: check["status"] for check in report["checks"]}
+    assert status["deep.oracle"] == "pass" and status["deep.do_nothing"] == "pass", report["checks"]
+    assert status["deep.determinism"] == "pass" and status["deep.concurrency"] == "pass"
+    assert report["passed"] is True
