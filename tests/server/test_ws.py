@@ -112,7 +112,8 @@ def test_json_that_is_not_an_envelope(ws: ClientConnection) -> None:
 def test_unknown_type(ws: ClientConnection) -> None:
     data = error_of(ask(ws, "stepp", {}))
     assert data == {
-        "message": "Unknown message type 'stepp'; expected one of reset, step, state, close, mcp, session, call",
+        "message": "Unknown message type 'stepp'; expected one of reset, step, state, close, mcp, session, call, "
+        "checkpoint, restore, drop_checkpoint",
         "code": "UNKNOWN_TYPE",
     }
     step_works(ws)
