@@ -370,7 +370,8 @@ def check_ws_state(probe: RuntimeProbe) -> CheckResult:
 def check_ws_checkpoint(probe: RuntimeProbe) -> CheckResult:
     """Extension: `checkpoint`, then `restore` in a second session, gives the same episode (its
     state's fields, id and step count), and the same observation for the same next action (the
-    environment's `snapshot`/`restore` round trip)."""
+    environment's `snapshot`/`restore` round trip). An episode the environment cannot keep is an
+    unsupported extension; a restore that answers differently is a warning."""
     from websockets.sync.client import connect
 
     name = "ext.checkpoint"
@@ -385,8 +386,11 @@ def check_ws_checkpoint(probe: RuntimeProbe) -> CheckResult:
     except Exception as e:
         return _fail(name, f"checkpoint got no reply: {_reason(e)}", "Answer {type: checkpoint}", severity=severity)
     code = (kept.get("data") or {}).get("code") if kept.get("type") == "error" else None
+    if code == "NOT_RESET":  # ws.reset failed already, and says why
+        return _skip(name, "needs an episode (reset failed)", severity=severity)
     if code == "SNAPSHOT_UNSUPPORTED":
-        return _fail(name, f"the episode cannot be checkpointed: {_error_text(kept)}", fix, severity="warning")
+        # optional: an environment that does not keep its episodes lacks a feature, as a server may
+        return _fail(name, f"the episode cannot be checkpointed: {_error_text(kept)}", fix, severity="extension")
     if kept.get("type") != "checkpoint" or not isinstance((kept.get("data") or {}).get("handle"), str):
         detail = _error_text(kept) if kept.get("type") == "error" else str(kept)[:200]
         return _fail(name, f"checkpoints are not supported ({detail})",

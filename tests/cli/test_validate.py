@@ -347,7 +347,7 @@ def test_cli_url_against_openenv_server_exits_0_and_marks_extensions(openenv_ref
     assert result.exit_code == 0, result.output
     text = flat(result.stdout)
     assert "○ ext.mcp_client" in text and "(extension: not required)" in text
-    assert "PASS 10 passed, 2 extension(s) not offered" in text
+    assert "PASS 10 passed, 3 extension(s) not offered" in text  # request ids, the MCP client, checkpoints
 
 
 # --- the command --------------------------------------------------------------------------
