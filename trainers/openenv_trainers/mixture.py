@@ -273,9 +273,9 @@ class _Member:
     reward_sum: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Draw:
-    """One group's task: which source, which row, and its key (for `EnvMixture.record`)."""
+    """One group's task: which source, which row, and its key (for `EnvMixture.record`); equal only to itself."""
 
     source: str
     row: Mapping[str, Any]
