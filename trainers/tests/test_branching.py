@@ -20,6 +20,7 @@ from .conftest import WORDLE_DIR, serve
 
 def _server(tmp_path: Path) -> Any:
     env_cls = load_environment(WORDLE_DIR).env_cls
+    assert env_cls is not None
     return serve(create_app(env_cls, config=ServerConfig(checkpoint_dir=str(tmp_path))))
 
 
