@@ -22,7 +22,7 @@ and reports the rewards back (`EnvMixture.record`).
   hands a finished group to the trainer only in its environment's turn (`EnvMixture.turn`: no
   environment more than a fraction of a group ahead of its weight), waiting at most `max_hold_s`;
   every batch the trainer takes then holds each environment at its weight, within a group. An
-  environment whose last 16 groups were all dropped (`starved`: every task too hard or too easy
+  environment whose last 32 groups were all dropped (`starved`: every task too hard or too easy
   now) is not waited for, and its dropped groups are no longer made up: it is admitted at its
   weight, and the others' batches share its place until it delivers again.
 - **The curriculum.** GRPO learns nothing from a group whose rewards are all equal, and a task the
@@ -233,7 +233,7 @@ class MixtureSource:
         return [self.sources] if isinstance(self.sources, EnvSource) else list(self.sources)
 
 
-_STARVED_AFTER = 16
+_STARVED_AFTER = 32
 """A source whose last this many groups were all dropped is starved (`_Member.starved`)."""
 
 
