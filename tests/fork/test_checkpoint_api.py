@@ -288,3 +288,17 @@ def test_the_ws_schema_describes_the_checkpoint_traffic(tmp_path: Path) -> None:
         assert send({"type": "restore", "data": {"handle": handle}})["type"] == "restored"
         assert send({"type": "drop_checkpoint", "data": {"handle": handle}})["type"] == "dropped"
         assert send({"type": "restore", "data": {"handle": handle, "drop": True}})["data"]["code"] == "CHECKPOINT_NOT_FOUND"
+
+
+def test_restore_rewinds_the_session_that_checkpointed(tmp_path: Path) -> None:
+    with serve_app(create_app(TERMINAL, config=ServerConfig(checkpoint_dir=str(tmp_path)))) as url:
+        with GenericEnvClient(url) as env:
+            env.reset(task_id="env_merge")
+            _bash(env, "mkdir keep && cd keep && echo 1 > a")
+            info = env.checkpoint()
+            _bash(env, "rm -rf ../keep/a; cd /; echo 2 > ~/b")
+            env.step({"tool": "submit", "arguments": {}})
+            restored = env.restore(info)  # the same session: its episode is replaced, the sandbox renewed
+            assert restored.state["submitted"] is False and restored.state["commands"] == 1
+            assert _bash(env, "cat a; ls ~") == "1\n[exit code 0]"  # back in keep/, HOME as it was
+            assert env.state()["commands"] == 2
