@@ -94,6 +94,7 @@ def _graded(grader: Any, client: GenericEnvClient) -> str:
     return json.dumps({"value": score.value, "components": score.components}, sort_keys=True)
 
 
+@pytest.mark.timeout(600)  # mini_swe grades 16 episodes with its hidden tests: ~50 s here, more on a loaded machine
 @pytest.mark.parametrize("name", list(CASES))
 def test_continuations_are_byte_identical(name: str, tmp_path: Path) -> None:
     script, grader_ref, n_cuts, n_forked = CASES[name]
