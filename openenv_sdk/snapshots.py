@@ -220,10 +220,17 @@ def pack_folders(root: Path, names: Sequence[str], archive: Path, *, max_bytes: 
                 total += info.st_size
                 if max_bytes is not None and total > max_bytes:
                     raise SnapshotTooLarge(f"the episode's files are over {max_bytes} bytes (at {rel!r})")
-                with open(path, "rb") as src:
-                    data = src.read()  # bounded by the session's workspace (a tmpfs of bounded size)
-                entry({**header, "k": "f", "s": len(data)})
-                out.write(data)
+                # never through a link (no process of the agent is left to swap one in; made sure of)
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as src:
+                    entry({**header, "k": "f", "s": info.st_size})
+                    left = info.st_size
+                    while left:
+                        chunk = src.read(min(left, _CHUNK))
+                        if not chunk:
+                            raise SnapshotUnsupported(f"{rel!r} changed while it was read")
+                        out.write(chunk)
+                        left -= len(chunk)
             elif stat.S_ISFIFO(mode):
                 entry({**header, "k": "p"})
             # sockets and devices: their processes are gone, and a device cannot be made
