@@ -252,9 +252,8 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
         info = self.checkpoint()
         copies: list[Self] = []
         try:
-            kwargs = self._sibling_kwargs()
             for i in range(n):
-                copy = type(self)(self._base_url, **kwargs)
+                copy = self.sibling()
                 copies.append(copy)
                 copy.restore(info.handle, drop=i == n - 1)  # the last copy's restore drops it
                 copy.trajectory = self.trajectory.model_copy(deep=True)
@@ -265,6 +264,17 @@ class EnvClient(BaseEnvClient[ActT, ObsT, StateT]):
                 self.drop_checkpoint(info.handle)
             raise
         return copies
+
+    def sibling(self) -> Self:
+        """A new client of this client's server, with its options and orchestrator token, for a
+        session of its own (opened on first use); it does not stop the server when closed.
+
+        Raises:
+            ClientStateError: the client has not connected yet (its server has no URL yet).
+        """
+        if self._base_url is None:
+            raise ClientStateError("sibling() needs a connected client: its server's URL is not known yet")
+        return type(self)(self._base_url, **self._sibling_kwargs())
 
     def session(self) -> SessionInfo:
         """The session: its id and the MCP token that binds an agent to this episode."""

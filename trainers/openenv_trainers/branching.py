@@ -3,6 +3,7 @@
 `AsyncEnvClient.fork(n)` gives `n` sessions that continue the episode exactly where it stands
 (environment state and workspace, see docs/fork.md). On it:
 
+- `fork_concurrently(env, n)`: `fork(n)` with the `n` restores made at once;
 - `branch(env, n, play)`: `n` continuations of one shared prefix, played concurrently (a GRPO
   group whose members share their first turns, or rollouts from a tree node);
 - `expand(env, actions)`: one child per candidate action, each a fork that took it (a tree
@@ -18,23 +19,52 @@ Example (wordle: pick the next guess by the grade each would give):
     ...     best, results = await greedy_step(env, [{"guess": w} for w in ("slate", "pious", "mould")],
     ...                                       lambda child: agrade(WordleGrader(), child))
 
-Every copy is closed when its branch ends, whatever the branch raised; its checkpoint is dropped
-by `fork` itself, so a search leaves nothing in the server's store.
+Every copy is closed when its branch ends, whatever the branch raised; the checkpoint behind a
+fork is dropped once its copies are restored, so a search leaves nothing in the server's store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from openenv_sdk.client import AsyncEnvClient
+from openenv_sdk.errors import ServerError, TransportError
 
-__all__ = ["Child", "branch", "expand", "greedy_step"]
+__all__ = ["Child", "branch", "expand", "fork_concurrently", "greedy_step"]
 
 R = TypeVar("R")
 C = TypeVar("C", bound=AsyncEnvClient[Any, Any, Any])
+
+
+async def fork_concurrently(env: C, n: int) -> list[C]:
+    """`env.fork(n)` with the `n` restores made at once rather than one after the other (one
+    checkpoint, `n` new sessions restoring it concurrently, then the checkpoint dropped): what a
+    tree search wants when it expands a node many ways. The copies start with `env`'s trajectory.
+
+    Raises:
+        ValueError: `n` is below 1.
+        CheckpointError: the episode could not be kept or restored (no copy is left open).
+    """
+    if n < 1:
+        raise ValueError(f"fork needs n >= 1 copies, got {n}")
+    info = await env.checkpoint()
+    copies = [env.sibling() for _ in range(n)]
+    try:
+        await asyncio.gather(*(copy.restore(info.handle) for copy in copies))
+        for copy in copies:
+            copy.trajectory = env.trajectory.model_copy(deep=True)
+    except BaseException:
+        for copy in copies:
+            await copy.aclose()
+        raise
+    finally:
+        with contextlib.suppress(ServerError, TransportError):
+            await env.drop_checkpoint(info.handle)
+    return copies
 
 
 async def branch(env: C, n: int, play: Callable[[C, int], Awaitable[R]], *, max_concurrency: int | None = None) -> list[R]:
@@ -48,7 +78,7 @@ async def branch(env: C, n: int, play: Callable[[C, int], Awaitable[R]], *, max_
     """
     if max_concurrency is not None and max_concurrency < 1:
         raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-    copies = await env.fork(n)
+    copies = await fork_concurrently(env, n)
     gate = asyncio.Semaphore(max_concurrency or n)
 
     async def one(i: int, copy: C) -> R:
@@ -87,7 +117,7 @@ async def expand(env: C, actions: Sequence[Any]) -> list[Child[C]]:
     """
     if not actions:
         raise ValueError("expand needs at least one action")
-    copies = await env.fork(len(actions))
+    copies = await fork_concurrently(env, len(actions))
     try:
         results = await asyncio.gather(*(copy.step(action) for copy, action in zip(copies, actions, strict=True)))
     except BaseException:

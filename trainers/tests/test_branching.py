@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenv_trainers.branching import branch, expand, greedy_step
+from openenv_trainers.branching import branch, expand, fork_concurrently, greedy_step
 
 from openenv_sdk import create_app
 from openenv_sdk.client import AsyncEnvClient, AsyncGenericEnvClient
@@ -85,3 +85,24 @@ def test_greedy_step_takes_the_action_whose_child_grades_best(tmp_path: Path) ->
 
     with _server(tmp_path) as url:
         asyncio.run(main(url))
+
+
+def test_fork_concurrently_restores_n_copies_at_once(tmp_path: Path) -> None:
+    async def main(url: str) -> None:
+        async with AsyncGenericEnvClient(url) as env:
+            await env.reset(task_id=9)
+            await env.step({"guess": "crane"})
+            copies = await fork_concurrently(env, 4)
+            try:
+                states = [await c.state() for c in copies]
+                assert states == [await env.state()] * 4
+                ids = {(await c.session()).session_id for c in copies}
+                assert len(ids) == 4 and (await env.session()).session_id not in ids
+                assert all(c.trajectory.steps == env.trajectory.steps for c in copies)
+            finally:
+                for copy in copies:
+                    await copy.aclose()
+
+    with _server(tmp_path) as url:
+        asyncio.run(main(url))
+    assert list(tmp_path.iterdir()) == []
