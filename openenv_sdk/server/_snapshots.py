@@ -6,7 +6,9 @@ session's transcript, and the environment class it came from, kept on the server
 (`ckpt_` and 32 random characters, checked before it is ever joined to a path): a caller never
 names a path. The store is bounded: `max_checkpoints` kept at once, `max_checkpoint_bytes` each
 and `max_checkpoint_store_bytes` in all; past a bound the request gets `CHECKPOINT_LIMIT` and
-nothing is evicted (a tree search holds its handles until it drops them).
+nothing is evicted (a tree search holds its handles until it drops them). The bounds are counted
+by the server that holds the store (a server reads what an earlier one kept when it starts);
+servers that share one folder each count their own.
 
 Never MCP tools: these are WebSocket message types and HTTP routes only, behind the
 orchestrator token where one is set.
@@ -14,6 +16,7 @@ orchestrator token where one is set.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -162,6 +165,13 @@ class SnapshotStore:
                     details={"bytes": size, "max_checkpoint_bytes": self.max_bytes_each},
                 )
             with self._lock:
+                if len(self._sizes) >= self.max_count:  # another checkpoint took the last place meanwhile
+                    raise RequestRefused(
+                        ErrorCode.CHECKPOINT_LIMIT,
+                        f"{len(self._sizes)} checkpoints are kept (max_checkpoints is {self.max_count}): "
+                        f"drop some with drop_checkpoint",
+                        details={"checkpoints": len(self._sizes), "max_checkpoints": self.max_count},
+                    )
                 used = self.used_bytes()
                 if used + size > self.max_bytes_total:
                     raise RequestRefused(
@@ -232,6 +242,12 @@ async def checkpoint(session: Session, state: ServerState, data: dict[str, Any] 
                 raise RequestRefused(ErrorCode.CHECKPOINT_LIMIT, f"checkpoint: {e}") from e
             except RequestRefused:
                 raise
+            except OSError as e:
+                if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"snapshot raised {type(e).__name__}: {e}") from e
+                raise RequestRefused(
+                    ErrorCode.CHECKPOINT_LIMIT, f"checkpoint: the store's disk is full ({e.strerror}) at {store.root}"
+                ) from e
             except Exception as e:
                 logger.warning("session %s: snapshot raised %s: %s", session.id[:8], type(e).__name__, e)
                 raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"snapshot raised {type(e).__name__}: {e}") from e
