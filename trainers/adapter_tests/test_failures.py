@@ -142,13 +142,16 @@ def test_art_groups_hold_the_survivors_and_their_advantages_are_arts_over_them(u
     chat = ChatServer(art_reply)
 
     async def gather(model: art.Model) -> list[art.TrajectoryGroup]:
-        groups = (
-            art.TrajectoryGroup(
-                rollout(model, {"reset": p.reset_kwargs, "prompt": prompt_of(p)}) for p in PLAN[g * GROUP : (g + 1) * GROUP]
+        gathered: list[art.TrajectoryGroup] = []
+        for start in range(0, EPISODES // GROUP, 16):  # ART gathers all at once: 64 episodes at a time
+            groups = (
+                art.TrajectoryGroup(
+                    rollout(model, {"reset": p.reset_kwargs, "prompt": prompt_of(p)}) for p in PLAN[g * GROUP : (g + 1) * GROUP]
+                )
+                for g in range(start, min(start + 16, EPISODES // GROUP))
             )
-            for g in range(EPISODES // GROUP)
-        )
-        return await art.gather_trajectory_groups(groups, pbar_desc=None, max_exceptions=EPISODES)
+            gathered += await art.gather_trajectory_groups(groups, pbar_desc=None, max_exceptions=EPISODES)
+        return gathered
 
     started = time.monotonic()
     with serve(chat.app) as url:
