@@ -161,8 +161,10 @@ class OpenEnvAgentLoop(ToolAgentLoop):
     async def _failed(self, kwargs: dict[str, Any], failure: Failure, output: AgentLoopOutput | None) -> AgentLoopOutput:
         if output is None:  # no episode ran: the prompt, and one end-of-turn token nothing trains on
             prompt_ids = await self.apply_chat_template(list(kwargs["raw_prompt"]), tools=self.tool_schemas)
+            tokenizer: Any = self.tokenizer  # verl types it as AutoTokenizer, the factory
+            eos = int(tokenizer.eos_token_id)
             output = AgentLoopOutput(
-                prompt_ids=prompt_ids, response_ids=[self.tokenizer.eos_token_id], response_mask=[0],
+                prompt_ids=prompt_ids, response_ids=[eos], response_mask=[0],
                 response_logprobs=[0.0], num_turns=1, metrics=AgentLoopMetrics(),
             )  # fmt: skip
         output.response_mask = [0] * len(output.response_ids)
