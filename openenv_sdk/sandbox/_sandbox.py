@@ -731,12 +731,20 @@ class Sandbox:
     # --- the end ----------------------------------------------------------------------------
 
     _kills = 0
-    """How many times `kill_all` ran: a command that saw it change was killed by the host."""
+    """Counts `kill_all`'s starts and ends: a command that saw it change was killed by the host
+    (counted at both ends: a kill that began before the command and still ran when it started
+    reaches it too)."""
 
     def kill_all(self) -> int:
         """Kill every process this session started (as root: every process of its uid); a
         command running meanwhile raises `SandboxKilled`."""
         self._kills += 1
+        try:
+            return self._kill_all()
+        finally:
+            self._kills += 1
+
+    def _kill_all(self) -> int:
         killed = 0
         for proc in list(self._procs):
             if proc.poll() is None:
