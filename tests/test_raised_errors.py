@@ -63,6 +63,7 @@ BUILTINS = {
 BUILTIN_SITES = {
     ("agents/builtin.py", "RuntimeError"): "the built-in agent runs in the sandbox with the stdlib only",
     ("grading/_script.py", "RuntimeError"): "an invariant of the SDK's own source files, checked at import",
+    ("fault_injection.py", "RuntimeError"): "the injected fault: an environment's reset raising as a buggy one does",
 }
 """Builtins allowed at one module only (module path under openenv_sdk/, class)."""
 
