@@ -6,13 +6,14 @@ import queue
 import time
 from typing import Any
 
-from openenv_sdk.monitor import SIGNALS, Episode, Monitor
 from openenv_trainers.advantages import GroupFilter
 from openenv_trainers.echo_task import echo_rows
 from openenv_trainers.episode import EpisodeConfig
 from openenv_trainers.generation import SamplingParams, TransformersBackend
 from openenv_trainers.sources import EnvSource
 from openenv_trainers.worker import EnvRolloutWorker, WorkerConfig
+
+from openenv_sdk.monitor import SIGNALS, Episode, Monitor
 
 from .conftest import echo_rubric
 
