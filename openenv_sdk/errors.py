@@ -39,6 +39,8 @@
     ├── ArchiveRejected              regrade: a workspace archive breaks a rule; nothing of it written (a ValueError)
     ├── WorkspaceTooLarge            regrade: a workspace over the archive's limits is not kept (a ValueError)
     ├── NotKept                      regrade: the run folder holds no kept state, or it is damaged (a ValueError)
+    ├── SnapshotUnsupported          checkpoint: an environment's state cannot be snapshotted (names what)
+    ├── SnapshotTooLarge             checkpoint: a snapshot over the store's size limits
     └── HarborImportError            harbor: a task that cannot be imported; every reason (a ValueError)
         ├── HarborNameError          the task's name is not a Harbor identifier
         ├── HarborSizeError          part of the task is over a limit
