@@ -178,7 +178,7 @@ def _build_generated(
     with tempfile.TemporaryDirectory(prefix="openenv-build-") as tmp:
         context = Path(tmp)
         assemble_context(
-            context, env_dir=folder, dockerfile=dockerfile, sdk_wheel=sdk, deps_dir=deps, hidden=manifest.hidden
+            context, env_dir=folder, dockerfile=dockerfile, sdk_wheel=sdk, deps_dir=deps, hidden=manifest.host_only_paths()
         )
         try:
             run_build(

@@ -462,7 +462,7 @@ class Manifest(_Document):
         description="The reference solution as a policy, `FILE_OR_MODULE:FUNCTION` relative to the folder "
         "(e.g. `oracle.py:act`, or `oracle:act`): the function a scripted policy is "
         "(`openenv eval --policy scripted:MODULE:FUNCTION`), `act(messages, tools, context)` returning the next "
-        "assistant message. It runs host-side and may read hidden data; `openenv validate --deep` checks that it "
+        "assistant message. It runs host-side and may read hidden data (its file never enters the image, like `hidden`); `openenv validate --deep` checks that it "
         "scores the top reward on every task, and training collects its episodes.",
     )
     dependencies: list[Annotated[str, Field(min_length=1)]] = Field(
@@ -485,6 +485,20 @@ class Manifest(_Document):
     validation: Validation | None = Field(
         default=None, description="OpenEnv 0.10's `validation:` block, for `openenv validate`."
     )
+
+    def host_only_paths(self) -> list[str]:
+        """What never enters an image or a Space: the `hidden` paths and the oracle's file.
+
+        The oracle runs host-side and may hold or read answers, so it is kept out of the image like
+        hidden tests: an agent in the container must not find the reference solution there."""
+        paths = list(self.hidden)
+        if self.oracle is not None:
+            module = self.oracle.rsplit(":", 1)[0]
+            if module.endswith(".py"):
+                paths.append(module)
+            else:  # a module name: its file, or its package folder
+                paths += [module.replace(".", "/") + ".py", module.replace(".", "/")]
+        return paths
 
 
 class CatalogEntry(_Section):

@@ -166,7 +166,10 @@ def _stage_generated(folder: Path, target: Path, manifest: Any, base_image: str 
     deps = dependency_wheels(wheel_requirements(sdk) + _environment_requirements(folder, manifest))
     labels = image_labels(json.loads(json.dumps(raw, default=str)), manifest, sdk_version=sdk_version)
     spec = DockerfileSpec(base_image=base, port=manifest.port, labels=labels)
-    assemble_context(target, env_dir=folder, dockerfile=render_dockerfile(spec), sdk_wheel=sdk, deps_dir=deps)
+    # hidden tests, reference solutions and the oracle stay on the host, as in `openenv build`
+    assemble_context(
+        target, env_dir=folder, dockerfile=render_dockerfile(spec), sdk_wheel=sdk, deps_dir=deps, hidden=manifest.host_only_paths()
+    )
 
 
 def _check_space_platform(base: str) -> None:

@@ -86,6 +86,19 @@ def test_staged_space_for_the_echo_environment(tmp_path: Path) -> None:
     assert any(line.startswith("RUN pip install --no-index") for line in dockerfile)
 
 
+def test_a_staged_space_holds_no_hidden_path_and_no_oracle(tmp_path: Path) -> None:
+    # The Space is a public image: hidden tests and the oracle (which may hold the answers) stay on
+    # the host, exactly as `openenv build` leaves them out.
+    folder = tmp_path / "guess"
+    assert runner.invoke(app, ["init", "guess", "--dir", str(tmp_path)]).exit_code == 0
+    (folder / "hidden").mkdir()
+    (folder / "hidden" / "answers.json").write_text('{"seed-0": 42}\n')
+    (tmp_path / "space").mkdir()
+    files = stage_space(folder, tmp_path / "space")
+    assert "env/guess_env.py" in files and "env/grader.py" in files
+    assert not [f for f in files if f.startswith("env/hidden") or f.endswith("oracle.py")], files
+
+
 def test_space_readme_keeps_the_authors_keys_and_sets_the_spaces() -> None:
     manifest = Manifest(name="echo", port=7860, description="Says it back.")
     text = space_readme(manifest, "---\ntitle: Echo Env\nemoji: 🔊\nsdk: gradio\ntags: [demo, openenv]\n---\n# Echo\n")
