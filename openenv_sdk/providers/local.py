@@ -168,8 +168,19 @@ class LocalProcessProvider(Provider):
             self._stop_locked()
 
     def is_alive(self) -> bool:
-        """Whether the server's process is still running."""
-        return self._process is not None and self._process.poll() is None
+        """Whether the server's process is still running.
+
+        A killed multi-threaded server shows as a zombie while its other threads are still being
+        torn down, and `poll()` cannot reap it until they are: that process is not running."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return False
+        try:
+            with open(f"/proc/{process.pid}/stat", encoding="ascii", errors="replace") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):  # no /proc (not Linux): poll() has answered
+            return True
+        return state not in ("Z", "X")
 
     def exit_code(self) -> int | None:
         """The server's exit status once it has ended, else `None`."""
