@@ -41,6 +41,7 @@ from openenv_sdk import Action, Environment, Observation, State, ToolErrorType, 
 from openenv_sdk._suggest import did_you_mean
 from openenv_sdk.agents import AgentHost
 from openenv_sdk.grading.pytest_run import MAX_RUN_TIMEOUT_S, HiddenTestRun, check_solution_file, run_hidden_tests
+from openenv_sdk.regrade import WorkspaceSnapshots
 from openenv_sdk.sandbox import CommandResult
 from openenv_sdk.snapshots import SnapshotUnsupported, pack_folders, unpack_folders
 from openenv_sdk.tasks import TaskRecord
@@ -123,7 +124,7 @@ class MiniSweState(State):
     submitted: bool = Field(default=False, description="Whether the agent called submit().")
 
 
-class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, MiniSweState]):
+class MiniSweEnvironment(AgentHost, WorkspaceSnapshots, Environment[Action, MiniSweObservation, MiniSweState]):
     """Fix a real bug in a small Python repository from its bug report; hidden tests judge the fix host-side."""
 
     name = "mini_swe"
@@ -200,6 +201,25 @@ class MiniSweEnvironment(AgentHost, Environment[Action, MiniSweObservation, Mini
         self._dirs, self._task = dirs, task
         self.state = MiniSweState.model_validate(data["state"])
         self.episode_done = bool(data.get("episode_done"))
+
+    # --- the workspace kept for regrading (`openenv eval --keep-state`, `openenv regrade`) -------
+    #
+    # `WorkspaceSnapshots` gives the orchestrator-only `snapshot_workspace` / `restore_workspace`;
+    # what `run_tests` reads is the repository (HOME never reaches the grading), so that is what
+    # is kept, and a restored repository goes to the new session's uid as `new_session`'s did.
+
+    def snapshot_folder(self) -> Path:
+        if self._dirs is None:
+            raise ValueError("no episode: call reset first")
+        return self._dirs.repo
+
+    def snapshot_quiesce(self) -> None:
+        if self._dirs is not None:
+            self._dirs.sandbox.kill_all()
+
+    def snapshot_give(self, path: Path) -> None:
+        if self._dirs is not None:
+            self._dirs.sandbox.give(path)
 
     # --- the agent's tools ------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ def _oracle(env: str) -> ModuleType:
 
 _TERMINAL = _oracle("terminal")
 _CODING = _oracle("coding")
+_MINI_SWE = _oracle("mini_swe")
 
 
 def terminal_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> Any:
@@ -123,6 +124,68 @@ def coding_attack_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]
     calls = [{"name": "write_file", "arguments": {"path": solution_file, "content": files.pop("solution")}}]
     calls += [{"name": "write_file", "arguments": {"path": name, "content": text}} for name, text in files.items()]
     return {"content": None, "tool_calls": [*calls, {"name": "submit", "arguments": {}}]}
+
+
+def mini_swe_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> Any:
+    """The gold patch on even attempts; on odd ones a note beside the bug, and submit."""
+    if context.attempt % 2 == 0:
+        return _MINI_SWE.act(messages, tools, context)
+    if context.turn > 0:
+        return "Done."
+    calls = [{"name": "write_file", "arguments": {"path": "NOTES.md", "content": "looked, changed nothing\n"}},
+             {"name": "submit", "arguments": {}}]  # fmt: skip
+    return {"content": None, "tool_calls": calls}
+
+
+def mini_swe_attacks() -> dict[str, list[dict[str, Any]]]:
+    """The attacks of tests/security/test_attack_mini_swe.py on `intervals-1`, as the agent's tool calls."""
+    import sys
+
+    from tests.security import test_attack_mini_swe as attack
+
+    def write(path: str, content: str) -> dict[str, Any]:
+        return {"name": "write_file", "arguments": {"path": path, "content": content}}
+
+    def run(command: str) -> dict[str, Any]:
+        return {"name": "run", "arguments": {"command": command}}
+
+    init = attack.INIT
+    runner = attack.FIND_PYTEST + "if _pytest is not None:\n" + "".join(
+        f"    {line}\n" for line in attack.RUNNER_PATCHES["Function.runtest"].splitlines()
+    )
+    fake_lines = "".join(f"{nodeid} PASSED\n" for nodeid in attack.F2P)
+    fake_pass = (f"import os, sys\nsys.stdout.write({fake_lines!r})\nsys.stdout.flush()\n"
+                 f"for fd in (1, 2):\n    os.write(fd, {fake_lines!r}.encode())\n")  # fmt: skip
+    pycache = f"intervals/__pycache__/ops.cpython-{sys.version_info[0]}{sys.version_info[1]}.pyc"
+    found = {
+        **{f"forgery: {name}": [write("intervals/__init__.py", init + "\n" + code)]
+           for name, code in attack.ISSUE_ATTACKS.items()},
+        "runner patched at import": [write("intervals/__init__.py", init + "\n" + runner)],
+        "builtins and exit patched": [write("intervals/__init__.py", init + "\n" + attack.RUNNER_PATCHES["builtins and exit"])],
+        "sys.exit at import": [write("intervals/__init__.py", "import sys\nsys.exit(0)\n" + init)],
+        "fake pass lines": [write("intervals/__init__.py", init + "\n" + fake_pass)],
+        "an __eq__ that says yes": [write("intervals/__init__.py", init.replace("merge, ", "") + "\n"
+                                          + attack.LIES["an object whose __eq__ says yes"])],
+        "conftest.py": [write(path, attack.FORCE_PASS) for path in ("conftest.py", "tests/conftest.py", "intervals/conftest.py")],
+        **{f"config: {name}": [write(name, text), write("intervals/forcepass.py", attack.FORCE_PASS)]
+           for name, text in attack.CONFIGS.items()},
+        "startup: forge.pth": [write("forge.pth", f"import sys; exec({attack.STARTUP!r})\n")],
+        "startup: sitecustomize.py": [write("sitecustomize.py", attack.STARTUP)],
+        "test file edited": [write("tests/test_ops.py", "def test_ok():\n    pass\n")],
+        "test file deleted": [run("rm tests/test_ops.py")],
+        "the fix as bytecode only": [write(".gold.patch", attack.GOLD), run(attack.COMPILE_FIXED.format(cfile=pycache))],
+    }  # fmt: skip
+    return {name: [*calls, {"name": "submit", "arguments": {}}] for name, calls in found.items()}
+
+
+def mini_swe_attack_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> Any:
+    """Attempt i < len(attacks): attack i on intervals-1; the last attempt: the gold patch (the control)."""
+    attacks = list(mini_swe_attacks().values())
+    if context.attempt >= len(attacks):
+        return _MINI_SWE.act(messages, tools, context)
+    if context.turn > 0:
+        return "Done."
+    return {"content": None, "tool_calls": attacks[context.attempt]}
 
 
 def wordle_act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> Any:
