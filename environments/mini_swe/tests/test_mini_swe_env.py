@@ -234,8 +234,9 @@ def test_submit_ends_the_episode(env: MiniSweEnvironment) -> None:
 
 def test_no_tool_returns_a_reward() -> None:
     schema = json.dumps(MiniSweEnvironment.tools_schema())
-    assert "run_tests" not in schema and "run_agent" not in schema and "reward" not in schema
-    assert set(MiniSweEnvironment.orchestrator_calls) == {"run_tests", "run_agent"}
+    hidden = {"run_tests", "run_agent", "snapshot_workspace", "restore_workspace"}
+    assert not any(f'"{name}"' in schema for name in hidden) and "reward" not in schema
+    assert set(MiniSweEnvironment.orchestrator_calls) == hidden
 
 
 # --- run_tests and the grader --------------------------------------------------------------
