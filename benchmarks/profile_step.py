@@ -14,6 +14,12 @@ Usage (from the repo root; py-spy from `bash benchmarks/setup_openenv_venv.sh`, 
     .venv/bin/python benchmarks/profile_step.py                       # prints the tables
     .venv/bin/python benchmarks/profile_step.py --write-docs          # also docs/benchmarks.md
     .venv/bin/python benchmarks/profile_step.py --sessions 1000 --steps 20000
+    .venv/bin/python benchmarks/profile_step.py --calls                # Python calls per WS step
+
+`--calls` counts instead of sampling: the server runs under cProfile twice, over a few steps
+and over `--steps` more; the difference of their total calls (Python and C functions, and
+each resumption of a coroutine) over the difference of their steps is the calls one step
+costs. Load does not move it, so it compares commits on a shared machine.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import contextlib
 import dataclasses
 import datetime
 import os
+import pstats
 import re
 import shutil
 import subprocess
@@ -241,6 +248,22 @@ def profile_single_connection(steps: int, rate: int, workdir: Path) -> Path:
     return out
 
 
+def calls_per_step(steps: int, workdir: Path, base_steps: int = 200) -> float:
+    """Python calls (and coroutine resumptions) per WS step of `openenv serve environments/echo`
+    under cProfile: (calls over `base_steps + steps` - calls over `base_steps`) / `steps`, on one
+    connection (raw-frame client), each run on a fresh server stopped gracefully (cProfile
+    writes its file at exit)."""
+    totals = []
+    for n, run in ((base_steps, "a"), (base_steps + steps, "b")):
+        out = workdir / f"calls-{run}.prof"
+        ours = be.ours_target(None, "ours")
+        target = dataclasses.replace(ours, argv=(sys.executable, "-m", "cProfile", "-o", str(out), *ours.argv))
+        with be.ServerProcess(target, max_sessions=64) as server:
+            asyncio.run(be.raw_ws_step_latency(server.ws_url, n, 0))
+        totals.append(pstats.Stats(str(out)).total_calls)  # type: ignore[attr-defined]
+    return (totals[1] - totals[0]) / steps
+
+
 class GcScraper:
     """The server's garbage-collection counters (`openenv_gc_*` in /metrics), read every second
     while it runs: py-spy cannot see the collector (it runs inside whatever allocation set it off)."""
@@ -385,9 +408,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sessions", type=int, default=10_000, help="sessions at once in the second run")
     p.add_argument("--rate", type=int, default=1000, help="py-spy samples per second")
     p.add_argument("--write-docs", action="store_true", help="write the section into docs/benchmarks.md")
+    p.add_argument(
+        "--calls", action="store_true", help="only count Python calls per WS step under cProfile (over --steps steps)"
+    )
     args = p.parse_args(argv)
     be.raise_nofile_limit()
     be.try_uvloop()
+    if args.calls:
+        with tempfile.TemporaryDirectory(prefix="profile-calls-") as tmp:
+            print(f"{calls_per_step(args.steps, Path(tmp)):.1f} calls per step ({args.steps:,} steps, one connection)")
+        return 0
     with tempfile.TemporaryDirectory(prefix="profile-step-") as tmp:
         workdir = Path(tmp)
         single = profile_single_connection(args.steps, args.rate, workdir)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from .. import tracing
 from .._suggest import did_you_mean
 from ..environment import Environment
 from ..tools import tool_result, validation_message
@@ -72,7 +73,7 @@ def _verb(call: str | None = None) -> Callable[[_F], _F]:
             try:
                 result = await method(self, *args, **kwargs)
                 if observer is not None:
-                    outcome = result.outcome if isinstance(result, ToolOutcome) else "ok"
+                    outcome = result.outcome if call == "tool" else "ok"  # a tool verb returns a ToolOutcome
                 return result
             except RequestRefused as e:
                 outcome = e.code.value.lower()
@@ -195,24 +196,37 @@ class Session:
 
     @_verb("step")
     async def step(self, data: dict[str, Any] | None) -> dict[str, Any]:
-        self.require_reset("step")
+        if not self.has_reset:
+            self.require_reset("step")
         if data is None:
             raise RequestRefused(ErrorCode.VALIDATION_ERROR, "step needs an action object in `data`")
         env = self.env
-        tool_action = parse_tool_action(type(env), data)
-        if tool_action is not None:
-            obs = await self.step_tool(tool_action)
-            return serialize_observation(obs)
+        plan = _STEP_PLANS.get(type(env)) or _step_plan(type(env))
+        if "tool" in data or plan.tool_calls or data.get("type") in _TOOL_ACTION_TYPES:
+            tool_action = parse_tool_action(type(env), data)
+            if tool_action is not None:
+                obs = await self.step_tool(tool_action)
+                return serialize_observation(obs)
         try:
-            action = type(env).action_type.model_validate(data)
+            action = plan.validate(data)
         except ValidationError as e:
             raise RequestRefused.from_validation(e, f"Invalid action for {type(env).__name__}") from e
-        fn = env.step_async if _overrides(env, "step_async") else env.step  # type: ignore[attr-defined]
-        if self._lock is None or not self._lock.locked():
-            if not type(env).BLOCKING and not is_coroutine_function(fn):
-                # a quick sync call runs to its end with no await: nothing else can enter the
-                # environment meanwhile, so the lock would only cost time (the hot path)
-                return serialize_observation(await self._call_env(fn, (action,)))
+        fn = getattr(env, plan.method)
+        idle = self._lock is None or not self._lock.locked()
+        if idle and plan.inline and getattr(fn, "__func__", None) is plan.function and not tracing.enabled():
+            # a quick sync call runs to its end with no await: nothing else can enter the
+            # environment meanwhile, so the lock (and the runner) would only cost time (the hot
+            # path). No `touch`: both routes touched the session as the message came, in this
+            # same turn of the loop, and nothing can read it before the call ends.
+            try:
+                obs = guard_sync(fn, action)
+            except RequestRefused:
+                raise
+            except Exception as e:
+                raise self._env_failure(fn, e) from e
+            return serialize_observation(obs)
+        if idle and not type(env).BLOCKING and not is_coroutine_function(fn):
+            return serialize_observation(await self._call_env(fn, (action,)))
         async with self.lock:
             obs = await self._call_env(fn, (action,))
         return serialize_observation(obs)
@@ -351,11 +365,15 @@ class Session:
             return await self._runner.run(fn, args, kwargs)
         except RequestRefused:
             raise
-        except ValidationError as e:
-            raise RequestRefused.from_validation(e, f"{fn.__name__} built an invalid model") from e
         except Exception as e:
-            logger.warning("session %s: %s raised %s: %s", self.id[:8], fn.__name__, type(e).__name__, e)
-            raise RequestRefused(ErrorCode.EXECUTION_ERROR, f"{fn.__name__} raised {type(e).__name__}: {e}") from e
+            raise self._env_failure(fn, e) from e
+
+    def _env_failure(self, fn: Callable[..., Any], e: Exception) -> RequestRefused:
+        """What the client is told when environment code `fn` raised `e`."""
+        if isinstance(e, ValidationError):
+            return RequestRefused.from_validation(e, f"{fn.__name__} built an invalid model")
+        logger.warning("session %s: %s raised %s: %s", self.id[:8], fn.__name__, type(e).__name__, e)
+        return RequestRefused(ErrorCode.EXECUTION_ERROR, f"{fn.__name__} raised {type(e).__name__}: {e}")
 
     async def aclose(self) -> None:
         """Close the environment. When a call still runs on the session's thread, `close()`
@@ -383,3 +401,30 @@ def _overrides(env: Environment[Any, Any, Any], name: str) -> bool:
 
 
 _OVERRIDES: dict[tuple[type, str], bool] = {}  # per environment class; classes are few and live on
+
+
+class _StepPlan:
+    """How `step` calls one environment class, worked out once per class (every step asks)."""
+
+    __slots__ = ("method", "function", "inline", "tool_calls", "validate")
+
+    def __init__(self, env_cls: type[Environment[Any, Any, Any]]) -> None:
+        self.method = "step_async" if callable(getattr(env_cls, "step_async", None)) else "step"
+        self.function = getattr(env_cls, self.method)
+        self.inline = not env_cls.BLOCKING and not is_coroutine_function(self.function)
+        """The class's method is sync and runs on the event loop: called in place, no runner."""
+        self.tool_calls = env_cls.handles_tool_calls_in_step()
+        """The class takes tool calls only: `parse_tool_action` reads (or refuses) every action.
+        Otherwise only one that names a tool or a tool action type can be one."""
+        model = env_cls.action_type
+        # what `model_validate` calls, one frame fewer (a model not built yet: its own path)
+        self.validate = model.__pydantic_validator__.validate_python if model.__pydantic_complete__ else model.model_validate
+
+
+_STEP_PLANS: dict[type, _StepPlan] = {}  # per environment class; classes are few and live on
+_TOOL_ACTION_TYPES = frozenset({"list_tools", "call_tool"})
+
+
+def _step_plan(env_cls: type[Environment[Any, Any, Any]]) -> _StepPlan:
+    plan = _STEP_PLANS[env_cls] = _StepPlan(env_cls)
+    return plan

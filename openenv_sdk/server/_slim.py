@@ -33,12 +33,13 @@ class SlimQueue:
 
     def put_nowait(self, item: Any) -> None:
         self._items.append(item)
-        _wake_one(self._waiters)
+        if self._waiters is not None:
+            _wake_one(self._waiters)
 
     async def get(self) -> Any:
         while not self._items:
             try:
-                await _wait(self, "_waiters")
+                await _wait(self)
             except asyncio.CancelledError:
                 if self._items:  # it was woken for an item it will not take: the next waiter may
                     _wake_one(self._waiters)
@@ -78,23 +79,22 @@ class SlimEvent:
 
     async def wait(self) -> bool:
         if not self._value:
-            await _wait(self, "_waiters")
+            await _wait(self)
         return True
 
 
-async def _wait(owner: SlimQueue | SlimEvent, slot: str) -> None:
+async def _wait(owner: SlimQueue | SlimEvent) -> None:
     waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    waiters = getattr(owner, slot)
+    waiters = owner._waiters
     if waiters is None:
-        waiters = []
-        setattr(owner, slot, waiters)
+        waiters = owner._waiters = []
     waiters.append(waiter)
     try:
         await waiter
     finally:
         waiters.remove(waiter)
         if not waiters:
-            setattr(owner, slot, None)
+            owner._waiters = None
 
 
 def _wake_one(waiters: list[asyncio.Future[None]] | None) -> None:

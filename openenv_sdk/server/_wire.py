@@ -49,11 +49,15 @@ def serialize_observation(obs: Observation) -> dict[str, Any]:
         raise RequestRefused(
             ErrorCode.EXECUTION_ERROR, f"reset/step must return an Observation, got {type(obs).__name__}"
         )
-    body = obs.model_dump(mode="json", exclude={"done", "reward"})
+    # `model_dump`'s own call, one frame fewer (the hot path)
+    body = obs.__pydantic_serializer__.to_python(obs, mode="json", exclude=_NOT_IN_BODY)
     out: dict[str, Any] = {"observation": body, "reward": obs.reward, "done": obs.done}
     if obs.metadata:
         out["metadata"] = body["metadata"]
     return out
+
+
+_NOT_IN_BODY = {"done", "reward"}  # never changed
 
 
 def accepted_kwargs(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
