@@ -50,6 +50,7 @@ WEIGHTS = {"wordle": 0.7, "guess": 0.3}
 PASS_THRESHOLD = {"wordle": 1.0, "guess": 0.5}
 GROUP_SIZE = 4
 BATCH_GROUPS = 32
+MAX_TURNS = 3
 
 
 def wordle_rows(n: int) -> list[dict[str, Any]]:
@@ -78,8 +79,8 @@ def servers() -> Iterator[dict[str, str]]:
         yield {"wordle": wordle, "guess": guess}
 
 
-def make_profiles(urls: dict[str, str], tasks: int, out: Path) -> dict[str, Path]:
-    """`openenv eval --profile` of the scripted policy on each environment (4 attempts per task)."""
+def make_profiles(urls: dict[str, str], tasks: int, out: Path, *, policy_spec: str, attempts: int = 4) -> dict[str, Path]:
+    """`openenv eval --profile` of the policy on each environment (`attempts` per task), through the real CLI."""
     from typer.testing import CliRunner
 
     from openenv_sdk.cli.main import app
@@ -87,9 +88,9 @@ def make_profiles(urls: dict[str, str], tasks: int, out: Path) -> dict[str, Path
     paths = {}
     for env, env_dir in (("wordle", policy.WORDLE_DIR), ("guess", policy.GUESS_DIR)):
         folder = out / f"eval-{env}"
-        args = ["eval", urls[env], "--grader", str(env_dir), "--policy", f"scripted:{HERE / 'mixture_policy.py'}:act",
-                "-n", str(tasks), "-r", "4", "--pass-threshold", str(PASS_THRESHOLD[env]), "-o", str(folder),
-                "--profile", "--format", "quiet"]  # fmt: skip
+        args = ["eval", urls[env], "--grader", str(env_dir), "--policy", policy_spec,
+                "-n", str(tasks), "-r", str(attempts), "--pass-threshold", str(PASS_THRESHOLD[env]), "-o", str(folder),
+                "--max-turns", str(MAX_TURNS), "--profile", "--format", "quiet"]  # fmt: skip
         if env == "wordle":
             args += ["--split", "train"]
         result = CliRunner().invoke(app, args)
@@ -97,6 +98,26 @@ def make_profiles(urls: dict[str, str], tasks: int, out: Path) -> dict[str, Path
             raise RuntimeError(f"openenv eval {env} failed ({result.exit_code}): {result.output}")
         paths[env] = folder / "profile.json"
     return paths
+
+
+def _band(rate: float) -> str:
+    if rate in (0.0, 1.0):
+        return str(int(rate))
+    return "(0, 0.2)" if rate < 0.2 else "(0.8, 1)" if rate > 0.8 else "[0.2, 0.8]"
+
+
+def spread(profiles: dict[str, Path]) -> dict[str, dict[str, int]]:
+    """Per environment, the profile's tasks by pass rate: 0, below the band, in it (0.2-0.8), above, 1."""
+    from openenv_sdk.evaluation import PassRateProfile
+
+    out = {}
+    for env, path in profiles.items():
+        counts = {"0": 0, "(0, 0.2)": 0, "[0.2, 0.8]": 0, "(0.8, 1)": 0, "1": 0}
+        for t in PassRateProfile.load(path).tasks:
+            rate = t.pass_rate or 0.0
+            counts[_band(rate)] += 1
+        out[env] = counts
+    return out
 
 
 def run_mode(
@@ -143,7 +164,7 @@ def run_mode(
     )
     config = WorkerConfig(
         num_generations=GROUP_SIZE, max_inflight_episodes=4 * GROUP_SIZE, buffer_size=64 * GROUP_SIZE,
-        episode=EpisodeConfig(sampling=SamplingParams(max_tokens=64), max_turns=3, max_completion_tokens=400),
+        episode=EpisodeConfig(sampling=SamplingParams(max_tokens=64), max_turns=MAX_TURNS, max_completion_tokens=400),
         group_filter=GroupFilter(drop_zero_variance=True), pacing=PacingConfig(enabled=False),
         starve_after_dropped_groups=10_000, check_server=False, poll_interval_s=0.005, seed=seed,
     )  # fmt: skip
@@ -202,44 +223,67 @@ def batch_mix(samples: list[Any]) -> dict[str, Any]:
     }
 
 
-def tiny_model_check(model_dir: Path, *, tasks: int, groups: int, seed: int = 0) -> dict[str, Any]:
-    """The tiny model (trainers' tests) as the policy, uniform sampling: its groups' reward variance."""
+def model_backend(model_dir: Path, seed: int) -> tuple[Any, Any]:
+    """The model in `model_dir` as the worker's generation backend (`TransformersBackend`), and its tokenizer."""
     import torch
+    from openenv_trainers.chat import use_tool_chat_template
     from openenv_trainers.generation import TransformersBackend
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = use_tool_chat_template(AutoTokenizer.from_pretrained(model_dir))
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-    backend = TransformersBackend(model, pad_token_id=tokenizer.pad_token_id)
-    with servers() as urls:
-        return run_mode("uniform (tiny model)", urls, tokenizer, tasks=tasks, groups=groups, profiles=None, seed=seed,
-                        backend=backend)  # fmt: skip
+    return TransformersBackend(model, pad_token_id=tokenizer.pad_token_id), tokenizer
 
 
-def run(*, tasks: int, groups: int, seed: int = 0) -> dict[str, Any]:
+def run(*, tasks: int, groups: int, seed: int = 0, model_dir: Path | None = None, attempts: int = 4) -> dict[str, Any]:
+    """The three modes; with `model_dir`, that model is the policy (worker and profile), else the scripted one."""
+    import os
+
+    import torch
     from openenv_trainers.tiny_model import build_tiny_tokenizer
 
-    tokenizer = build_tiny_tokenizer()
+    started = time.monotonic()
+    if model_dir is not None:
+        torch.set_num_threads(1)  # a small shared CPU: more threads are slower (as train_env)
+        os.environ["MIXTURE_MODEL"] = str(model_dir)
+        spec = f"scripted:{HERE / 'mixture_model.py'}:act"
+    else:
+        spec = f"scripted:{HERE / 'mixture_policy.py'}:act"
+    tokenizer = build_tiny_tokenizer() if model_dir is None else model_backend(model_dir, seed)[1]
+
+    def backend() -> Any | None:  # a fresh one per mode, sampling from the same seed
+        return None if model_dir is None else model_backend(model_dir, seed)[0]
+
+    timings = {}
     with servers() as urls, tempfile.TemporaryDirectory() as tmp:
-        profiles = make_profiles(urls, tasks, Path(tmp))
-        results = [
-            run_mode("uniform", urls, tokenizer, tasks=tasks, groups=groups, profiles=None, seed=seed),
-            run_mode("curriculum", urls, tokenizer, tasks=tasks, groups=groups, profiles=None, seed=seed),
-            run_mode("curriculum + profile", urls, tokenizer, tasks=tasks, groups=groups, profiles=profiles, seed=seed),
-        ]
+        t0 = time.monotonic()
+        profiles = make_profiles(urls, tasks, Path(tmp), policy_spec=spec, attempts=attempts)
+        timings["profile"] = time.monotonic() - t0
+        profile_spread = spread(profiles)
+        results = []
+        for mode, given in (("uniform", None), ("curriculum", None), ("curriculum + profile", profiles)):
+            results.append(run_mode(mode, urls, tokenizer, tasks=tasks, groups=groups, profiles=given, seed=seed,
+                                    backend=backend()))  # fmt: skip
     base = results[0]["zero_variance_fraction"]
     for r in results:
         r["reduction"] = 1 - r["zero_variance_fraction"] / base if base else float("nan")
-    return {
+    report: dict[str, Any] = {
         "machine": f"{platform.machine()}, {platform.system()}, Python {platform.python_version()}",
+        "policy": spec.rsplit("/", 1)[-1] if model_dir is None else f"the model in {model_dir} (mixture_model.py)",
         "tasks_per_env": tasks,
         "groups_per_mode": groups,
         "group_size": GROUP_SIZE,
         "weights": WEIGHTS,
         "batch_groups": BATCH_GROUPS,
+        "profile_attempts": attempts,
+        "profile_spread": profile_spread,
         "results": results,
+        "seconds": {"profile": timings["profile"], "total": time.monotonic() - started},
     }
+    if model_dir is not None and (model_dir / "mixture-model.json").is_file():
+        report["model"] = json.loads((model_dir / "mixture-model.json").read_text())
+    return report
 
 
 def table(report: dict[str, Any]) -> str:
@@ -259,23 +303,27 @@ def table(report: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=48, help="tasks per environment")
     parser.add_argument("--groups", type=int, default=400, help="groups per mode")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--attempts", type=int, default=4, help="openenv eval --profile's attempts per task")
     parser.add_argument("--json", type=Path, help="write the figures here too")
-    parser.add_argument("--tiny-model", type=Path, help="instead: the tiny model (this folder) as the policy, uniform only")
+    parser.add_argument(
+        "--tiny-model", type=Path, help="this model (a save_pretrained folder) as the policy, not the scripted one"
+    )
+    parser.add_argument("--build", action="store_true",
+                        help="build --tiny-model first when the folder holds none (mixture_model.py's defaults)")  # fmt: skip
     args = parser.parse_args()
-    if args.tiny_model is not None:
-        result = tiny_model_check(args.tiny_model, tasks=args.tasks, groups=args.groups, seed=args.seed)
-        print(f"tiny model, uniform: {result['zero_variance']} of {result['groups']} groups with zero reward variance "
-              f"({result['zero_variance_fraction']:.0%}); last group's reward mean {result['last_reward_mean']}; "
-              f"per source {json.dumps(result['per_source'])}")  # fmt: skip
-        if args.json:
-            args.json.write_text(json.dumps(result, indent=2) + "\n")
-        return
-    report = run(tasks=args.tasks, groups=args.groups, seed=args.seed)
+    if args.build:
+        if args.tiny_model is None:
+            parser.error("--build needs --tiny-model FOLDER (where the model goes)")
+        import mixture_model
+
+        print(json.dumps(mixture_model.build(args.tiny_model, tasks=max(args.tasks, 48)), indent=2))
+    report = run(tasks=args.tasks, groups=args.groups, seed=args.seed, model_dir=args.tiny_model, attempts=args.attempts)
     print(table(report))
+    print(f"profile's tasks by pass rate: {json.dumps(report['profile_spread'])}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -89,6 +89,19 @@ def act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: An
     return {"content": None, "tool_calls": [{"name": "guess", "arguments": arguments}]}
 
 
+def oracle(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> dict[str, Any] | str:
+    """Always wins at the first guess (Wordle's word from the task id, Guess's number from the seed):
+    the worked episodes `mixture_model.py` warms the tiny model up on."""
+    if context.turn > 0:
+        return "Done."
+    params = tools[0]["function"]["parameters"]["properties"]
+    if "word" in params:
+        arguments: dict[str, Any] = {"word": wordle_word(int(context.task_id), win=True)}
+    else:
+        arguments = {"number": guess_number(int(str(context.task_id).removeprefix("seed-")), win=True)}
+    return {"content": None, "tool_calls": [{"name": "guess", "arguments": arguments}]}
+
+
 _TASK = re.compile(r"\[(wordle task|guess seed) (\d+)\]")
 
 
