@@ -15,9 +15,10 @@ abstract unix socket, no resolver). An `Egress` opens exactly two kinds of path 
   no resolver, so a name made of data (DNS exfiltration) has no way out.
 
 One proxy process serves each distinct allowlist, started on first use and kept for the life of
-the server; forwarders live as long as one command. `Egress.from_manifest` reads a manifest's
-`network` section for a phase: `agent` (tool commands and agent programs) gets `network.allow`,
-`grading` gets `network.grading_allow` (none by default).
+the server (its stdin is a pipe only the server holds: when the server dies, however it dies, the
+proxy sees end of file and stops, see `_egress_proxy`); forwarders live as long as one command.
+`Egress.from_manifest` reads a manifest's `network` section for a phase: `agent` (tool commands
+and agent programs) gets `network.allow`, `grading` gets `network.grading_allow` (none by default).
 
 An agent program's endpoint comes from its launch: `AgentHost` runs the program inside
 `launch_egress(...)`, and `Sandbox.run(..., network=True)` adds that launch's endpoints to the
@@ -49,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import SandboxError
 from ._allowlist import is_ip_literal, parse_allow
+from ._egress_proxy import FOLDER_ENV
 
 if TYPE_CHECKING:
     from ..manifest import Network as ManifestNetwork
@@ -310,6 +312,8 @@ class _Proxy:
     folder: Path
     process: subprocess.Popen[bytes]
     log: Path
+    owner: int = field(default_factory=os.getpid)
+    """The process that started it (and holds its stdin): a forked child starts its own."""
 
     @property
     def socket_path(self) -> Path:
@@ -327,6 +331,7 @@ def _start_proxy(allow: tuple[str, ...], pins: Mapping[str, str]) -> _Proxy:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": os.pathsep.join(sys.path),
         "OPENENV_EGRESS_POLICY": json.dumps({"allow": list(allow), "pins": dict(pins)}),
+        FOLDER_ENV: str(folder),  # the proxy removes it if we die first
     }
     argv = [
         sys.executable, "-m", "openenv_sdk.sandbox._egress_proxy",
@@ -334,9 +339,10 @@ def _start_proxy(allow: tuple[str, ...], pins: Mapping[str, str]) -> _Proxy:
         "--plugins", "openenv_sdk.sandbox._proxy_plugin.AllowlistPlugin",
         "--num-acceptors", "1", "--num-workers", "1", "--log-level", "ERROR",  # not a line per refusal
     ]  # fmt: skip
+    # stdin: our lifeline to it (end of file stops the proxy); never written to
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd="/", start_new_session=True
+            argv, env=env, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd="/", start_new_session=True
         )
     proxy = _Proxy(folder=folder, process=process, log=log)
     deadline = time.monotonic() + PROXY_START_TIMEOUT_S
@@ -361,6 +367,8 @@ def _stop_proxy(proxy: _Proxy) -> None:
         proxy.process.wait(timeout=5)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proxy.process.pid, signal.SIGKILL)  # its acceptor processes
+    if proxy.process.stdin is not None:
+        proxy.process.stdin.close()
     shutil.rmtree(proxy.folder, ignore_errors=True)
 
 
@@ -369,8 +377,8 @@ def proxy_for(allow: tuple[str, ...], pins: Mapping[str, str]) -> _Proxy:
     key = json.dumps([sorted(allow), sorted(pins.items())])
     with _proxies_lock:
         proxy = _proxies.get(key)
-        if proxy is None or proxy.process.poll() is not None:
-            if proxy is not None:
+        if proxy is None or proxy.owner != os.getpid() or proxy.process.poll() is not None:
+            if proxy is not None and proxy.owner == os.getpid():
                 _stop_proxy(proxy)
             proxy = _proxies[key] = _start_proxy(allow, pins)
         return proxy
@@ -378,10 +386,11 @@ def proxy_for(allow: tuple[str, ...], pins: Mapping[str, str]) -> _Proxy:
 
 @atexit.register
 def stop_proxies() -> None:
-    """Stop every proxy this process started."""
+    """Stop every proxy this process started (not those a forked child inherited in `_proxies`)."""
     with _proxies_lock:
         for proxy in _proxies.values():
-            _stop_proxy(proxy)
+            if proxy.owner == os.getpid():
+                _stop_proxy(proxy)
         _proxies.clear()
 
 
