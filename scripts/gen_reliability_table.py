@@ -57,6 +57,7 @@ PROBES: dict[str, tuple[str, list[str] | None]] = {
             "test_verifier_env_values_are_shell_quoted_in_check_sh",
         ],
     ),
+    "tests/sandbox/test_proxy_lifetime.py": ("sandbox: egress proxy lifetime", None),
 }
 
 
