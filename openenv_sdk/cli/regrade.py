@@ -96,4 +96,8 @@ def _render(result: RegradeResult, path: Path) -> None:
     console.print(table)
     for row in [r for r in result.episodes if r.error is not None][:10]:
         console.print(f"  [red]{escape(row.key)}[/] {row.status}: {escape(row.error or '')}")
+    phases = {k: v for k, v in result.phases_s().items() if k not in ("grade", "open")}
+    if phases:  # where the time went: the check, which any grading pays, is most of it
+        spent = ", ".join(f"{escape(name)} {seconds:.2f} s" for name, seconds in sorted(phases.items(), key=lambda kv: -kv[1]))
+        console.print(f"[dim]server start {result.server_start_s:.2f} s; summed over the episodes: {spent}[/]")
     console.print(f"[dim]every episode's old and new reward: {escape(str(path))}[/]")

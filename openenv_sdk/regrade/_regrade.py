@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,11 @@ class EpisodeRegrade(BaseModel):
     components: dict[str, float] = Field(default_factory=dict)
     status: str = Field(description="regraded, not_kept (no state kept), or failed (see `error`).")
     error: str | None = None
+    timings_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="Where its time went: `open` (a client; the first waits for the server's start), `reset`, "
+        "`restore_workspace`, each call of the grader's, and `grade` (all of it).",
+    )
 
     @property
     def changed(self) -> bool:
@@ -72,7 +78,16 @@ class RegradeResult(BaseModel):
     not_kept: int
     failed: int
     sessions: int = Field(description="Fresh environment sessions opened (a workspace restored in each).")
+    server_start_s: float = Field(default=0.0, description="Starting the environment's server (0: none was needed).")
     duration_s: float
+
+    def phases_s(self) -> dict[str, float]:
+        """Each phase's time summed over the episodes (they overlap when regraded concurrently)."""
+        total: dict[str, float] = {}
+        for row in self.episodes:
+            for name, seconds in row.timings_s.items():
+                total[name] = total.get(name, 0.0) + seconds
+        return total
 
 
 class KeptSession:
@@ -84,6 +99,7 @@ class KeptSession:
         self._archive = archive
         self._open_session = open_session
         self._client: Any = None
+        self.timings_s: dict[str, float] = {}
 
     async def state(self) -> dict[str, Any]:
         return dict(self.kept.state)
@@ -91,16 +107,29 @@ class KeptSession:
     async def call(self, name: str, /, **arguments: Any) -> Any:
         if name == "transcript" and self.kept.transcript is not None:
             return self.kept.transcript
-        return await (await self._session()).call(name, **arguments)
+        session = await self._session()
+        with self._timed(name):
+            return await session.call(name, **arguments)
 
     async def _session(self) -> Any:
         if self._client is None:
-            client = await self._open_session()
+            with self._timed("open"):  # the first one waits for the server's start
+                client = await self._open_session()
             self._client = client
-            await client.reset(**self.kept.reset_kwargs)
+            with self._timed("reset"):
+                await client.reset(**self.kept.reset_kwargs)
             if self._archive is not None:
-                await client.call("restore_workspace", archive=base64.b64encode(self._archive).decode("ascii"))
+                with self._timed("restore_workspace"):
+                    await client.call("restore_workspace", archive=base64.b64encode(self._archive).decode("ascii"))
         return self._client
+
+    @contextmanager
+    def _timed(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timings_s[name] = self.timings_s.get(name, 0.0) + time.monotonic() - started
 
     @property
     def opened(self) -> bool:
@@ -149,14 +178,17 @@ async def aregrade(
     target: EnvTarget | None = None
     start_lock = asyncio.Lock()
     sessions = 0
+    server_start_s = 0.0
 
     async def open_session() -> Any:
-        nonlocal target, sessions
+        nonlocal target, sessions, server_start_s
         async with start_lock:
             if target is None:
+                began = time.monotonic()
                 target = EnvTarget(env_spec, grader=grader_spec, orchestrator_token=env_token,
                                    startup_timeout_s=startup_timeout_s, timeout_s=env_timeout_s)  # fmt: skip
                 await target.start()
+                server_start_s = time.monotonic() - began
             sessions += 1
         return target.client()
 
@@ -182,6 +214,7 @@ async def aregrade(
             return row
         async with gate:
             session = KeptSession(kept, archive, open_session)
+            began = time.monotonic()
             try:
                 async with asyncio.timeout(episode_timeout_s):
                     score = await agrade(rubric, session)
@@ -193,6 +226,7 @@ async def aregrade(
             except Exception as e:  # a grader that could not decide says so: never a reward
                 row.error = f"{type(e).__name__}: {e}"
             finally:
+                row.timings_s = {**session.timings_s, "grade": time.monotonic() - began}
                 try:
                     await session.aclose()
                 except Exception:
@@ -214,6 +248,7 @@ async def aregrade(
         not_kept=sum(r.status == "not_kept" for r in rows),
         failed=sum(r.status == "failed" for r in rows),
         sessions=sessions,
+        server_start_s=server_start_s,
         duration_s=time.monotonic() - started,
     )
 

@@ -36,6 +36,10 @@ def test_the_same_grader_gives_every_mini_swe_episode_its_score_again(tmp_path: 
     assert result["changed"] == result["failed"] == result["not_kept"] == 0
     for row in result["episodes"]:
         assert row["reward"] == original[row["key"]] and row["components"] == records[row["key"]].reward_components
+        # where its time went: a session reset, the repository restored, the hidden tests run
+        assert {"reset", "restore_workspace", "run_tests", "grade"} <= set(row["timings_s"])
+        assert row["timings_s"]["grade"] >= row["timings_s"]["run_tests"] > 0
+    assert result["server_start_s"] > 0
     store = StateStore(run)
     kept = store.load("intervals-1#0")
     assert kept is not None and kept.archive is not None
