@@ -15,6 +15,9 @@ While a server runs:
 - a timer runs a full collection every `full_interval_s` in which none ran, so cyclic garbage
   that reached the old generation is freed within that time, whatever the load.
 
+- freed memory goes back to the OS once many objects have been freed (thousands of sessions
+  ended): `_trim.py`'s `malloc_trim`, checked a few times a second, run on a worker thread.
+
 The thresholds are put back when the server stops. `PAUSES` times every collection in the
 process (a `gc.callbacks` entry), for `/metrics` (`openenv_gc_pause_seconds`).
 """
@@ -27,6 +30,8 @@ import gc
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+
+from ._trim import trim_when_shrunk
 
 __all__ = ["FULL_COLLECTION_THRESHOLD", "PAUSES", "GcPauses", "full_collections", "serving_gc"]
 
@@ -83,12 +88,14 @@ async def serving_gc(full_interval_s: float | None) -> AsyncIterator[None]:
     gc.freeze()
     gc.set_threshold(previous[0], previous[1], FULL_COLLECTION_THRESHOLD)
     timer = asyncio.create_task(_collect_every(full_interval_s), name="openenv-gc")
+    trimmer = asyncio.create_task(trim_when_shrunk(), name="openenv-malloc-trim")
     try:
         yield
     finally:
-        timer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await timer
+        for task in (timer, trimmer):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         gc.set_threshold(*previous)
 
 
