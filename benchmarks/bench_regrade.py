@@ -1,20 +1,29 @@
 """Regrading kept episodes against replaying them: what `openenv regrade` saves.
 
-    python benchmarks/bench_regrade.py [--envs wordle,terminal,coding] [--model-turn-s 1.0] [--json]
+    python benchmarks/bench_regrade.py --model-url http://127.0.0.1:8011/v1 [--envs terminal,coding,mini_swe] [--json]
+    python benchmarks/bench_regrade.py --scripted [--envs wordle,terminal,coding,mini_swe] [--model-turn-s 1.0]
 
-For each environment: a run is recorded with `--keep-state` (its scripted policy: the reference
-on even attempts, a wrong or empty answer on odd ones, so both rewards are there), then the same
-episodes are scored again two ways, each timed from start to finish (the server's start
-included, 8 episodes at a time):
+With a model (`--model-url`, an OpenAI-compatible endpoint; `benchmarks/smollm_chat_server.py`
+serves SmolLM2-135M-Instruct on the CPU): for each environment a run is recorded with the model
+and `--keep-state` (the episodes regraded are the model's own), then the same episodes are
+scored again, each way timed from start to finish (the server's start included):
 
-* regrade: `aregrade` over the kept states; no policy, no tool call; a fresh session with the
-  workspace restored only where the grader calls into the environment;
-* replay: the episodes played again (`arun`), the recorded assistant turns sent back in order,
-  every tool call made again, then graded: the environment's whole share of an episode; and the
-  same with each assistant turn taking `--model-turn-s` seconds (a model's answer; the policy
-  sleeps that long, so overlapping episodes overlap their waits as real requests do).
+* regrade: `aregrade` over the kept states; no model, no tool call; a fresh session with the
+  workspace restored where the grader calls into the environment;
+* replay (model): the episodes run again as `openenv eval` runs them: the model called for every
+  assistant turn (greedy, as recorded), every tool call made, graded;
+* replay (environment only): the recorded assistant turns sent back at once, every tool call
+  made again, graded: the least any replay can cost (a lower bound, not a replay of the issue's
+  kind, which calls the model).
 
-Same rewards both ways is asserted. Printed side by side, with the ratios.
+`--scripted` records with the tests' scripted policies instead (the reference on even attempts,
+a wrong or empty answer on odd ones) and times a replay whose turns each take `--model-turn-s`
+(the policy sleeps: a stand-in for a model, not a model).
+
+Same rewards for regrade and the environment-only replay is asserted; the model's replay is
+reported with how many of its rewards matched (greedy decoding on one CPU is repeatable, but a
+replay is not bound to be). Printed side by side, with the ratios, and where regrading's time
+went (per-phase sums over the episodes).
 """
 
 from __future__ import annotations
@@ -34,8 +43,10 @@ from rich.table import Table
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from openenv_sdk.episode_config import EpisodeConfig  # noqa: E402
 from openenv_sdk.evaluation import (  # noqa: E402
     EPISODES_FILE,
+    ChatPolicy,
     EnvTarget,
     EpisodeLog,
     PolicyTurn,
@@ -47,12 +58,20 @@ from openenv_sdk.evaluation import (  # noqa: E402
 from openenv_sdk.regrade import StateKeeper, StateStore, aregrade  # noqa: E402
 
 PLANS: dict[str, tuple[str, list[str]]] = {
-    # env: (the recording policy, its tasks)
+    # env: (the scripted recording policy, its tasks); 2 rollouts each
     "wordle": ("wordle_act", [str(1000 + i) for i in range(20)]),
     "terminal": ("terminal_act", ["count_log_files", "csv2json", "crlf_to_lf", "greet_script", "git_revert",
                                   "fix_fibonacci", "stats_py", "clean_tmp_files"]),
     "coding": ("coding_act", ["fizzbuzz", "anagrams", "caesar", "chunk", "binary_search", "balanced_brackets"]),
+    "mini_swe": ("mini_swe_act", ["intervals-1", "datekit-1", "pagekit-1", "querystr-1", "toktext-1", "moneyfmt-1"]),
 }  # fmt: skip
+MODEL_TASKS: dict[str, list[str]] = {
+    # a model on a shared 2-core CPU answers a turn in tens of seconds: a few episodes each
+    "wordle": ["1000", "1001"],
+    "terminal": ["csv2json", "count_log_files"],
+    "coding": ["fizzbuzz", "caesar"],
+    "mini_swe": ["intervals-1", "datekit-1"],
+}
 ROLLOUTS = 2
 CONCURRENCY = 8
 
@@ -77,14 +96,16 @@ class ReplayPolicy:
         return None
 
 
-async def play(env: str, out: Path, policy: Any, tasks: list[str], *, keep: bool) -> tuple[float, dict[str, float | None]]:
+async def play(
+    env: str, out: Path, policy: Any, tasks: list[str], *, keep: bool, episode: EpisodeConfig | None = None
+) -> tuple[float, dict[str, float | None]]:
     folder = str(REPO / "environments" / env)
     target = EnvTarget(folder)
     keeper = StateKeeper(StateStore(out), env=folder) if keep else None
     started = time.monotonic()
     try:
-        result = await arun(target, policy, output=out, task_ids=tasks, rollouts=ROLLOUTS, resume=False,
-                            run=RunConfig(concurrency=CONCURRENCY, keep=keeper), model="bench")  # fmt: skip
+        result = await arun(target, policy, output=out, task_ids=tasks, rollouts=ROLLOUTS, resume=False, episode=episode,
+                            run=RunConfig(concurrency=CONCURRENCY, keep=keeper), model=getattr(policy, "name", "bench"))  # fmt: skip
     finally:
         await target.stop()
     elapsed = time.monotonic() - started
@@ -94,26 +115,38 @@ async def play(env: str, out: Path, policy: Any, tasks: list[str], *, keep: bool
     return elapsed, {r.key: r.reward for r in result.records}
 
 
-async def bench(env: str, root: Path, model_turn_s: float) -> dict[str, Any]:
+async def timed_regrade(env: str, recorded: Path, rewards: dict[str, float | None]) -> tuple[float, Any]:
+    started = time.monotonic()
+    regraded = await aregrade(recorded, concurrency=CONCURRENCY)
+    elapsed = time.monotonic() - started
+    assert {r.key: r.reward for r in regraded.episodes} == rewards, f"{env}: regrade changed a score"
+    return elapsed, regraded
+
+
+def _turns(recorded: Path) -> int:
+    return sum(len(t) for t in ReplayPolicy(recorded, turn_s=0).turns.values())
+
+
+def _phases(regraded: Any) -> dict[str, float]:
+    return {"server_start": regraded.server_start_s, **regraded.phases_s()}
+
+
+async def bench_scripted(env: str, root: Path, model_turn_s: float) -> dict[str, Any]:
     policy_name, tasks = PLANS[env]
     recorded = root / f"{env}-recorded"
     _, rewards = await play(env, recorded, load_policy(f"scripted:tests.regrade.policies:{policy_name}"), tasks, keep=True)
-
-    started = time.monotonic()
-    regraded = await aregrade(recorded, concurrency=CONCURRENCY)
-    regrade_s = time.monotonic() - started
-    assert {r.key: r.reward for r in regraded.episodes} == rewards, "regrade changed a score"
-
+    regrade_s, regraded = await timed_regrade(env, recorded, rewards)
     replay_s, replayed = await play(env, root / f"{env}-replay", ReplayPolicy(recorded, turn_s=0.0), tasks, keep=False)
     assert replayed == rewards, "the replay changed a score"
     model_s, _ = await play(env, root / f"{env}-model", ReplayPolicy(recorded, turn_s=model_turn_s), tasks, keep=False)
-    turns = sum(len(t) for t in ReplayPolicy(recorded, turn_s=0).turns.values())
     return {
         "env": env,
+        "policy": f"scripted (tests.regrade.policies:{policy_name}); replay turns sleep {model_turn_s:g} s",
         "episodes": len(rewards),
-        "assistant_turns": turns,
+        "assistant_turns": _turns(recorded),
         "regrade_s": regrade_s,
         "restored_sessions": regraded.sessions,
+        "regrade_phases_s": _phases(regraded),
         "replay_env_only_s": replay_s,
         "replay_with_model_s": model_s,
         "model_turn_s": model_turn_s,
@@ -122,26 +155,77 @@ async def bench(env: str, root: Path, model_turn_s: float) -> dict[str, Any]:
     }
 
 
+async def bench_model(env: str, root: Path, base_url: str, model: str, *, max_turns: int, max_tokens: int) -> dict[str, Any]:
+    tasks = MODEL_TASKS[env]
+    episode = EpisodeConfig(max_turns=max_turns)
+
+    def policy() -> ChatPolicy:
+        return ChatPolicy(base_url=base_url, model=model, params={"temperature": 0.0, "max_tokens": max_tokens}, timeout_s=600)
+
+    recorded = root / f"{env}-model-recorded"
+    record_s, rewards = await play(env, recorded, policy(), tasks, keep=True, episode=episode)
+    regrade_s, regraded = await timed_regrade(env, recorded, rewards)
+    replay_s, replayed = await play(env, root / f"{env}-replay", ReplayPolicy(recorded, turn_s=0.0), tasks, keep=False,
+                                    episode=episode)  # fmt: skip
+    assert replayed == rewards, f"{env}: the environment-only replay changed a score"
+    model_s, remodelled = await play(env, root / f"{env}-model-replay", policy(), tasks, keep=False, episode=episode)
+    records = EpisodeLog(recorded / EPISODES_FILE).load().values()
+    return {
+        "env": env,
+        "policy": f"{model} at {base_url} (greedy, max_tokens {max_tokens}, max_turns {max_turns})",
+        "episodes": len(rewards),
+        "assistant_turns": _turns(recorded),
+        "tool_calls": sum(len(m.get("tool_calls") or []) for r in records for m in r.messages if m.get("role") == "assistant"),
+        "rewards": rewards,
+        "record_s": record_s,
+        "regrade_s": regrade_s,
+        "restored_sessions": regraded.sessions,
+        "regrade_phases_s": _phases(regraded),
+        "replay_env_only_s": replay_s,
+        "replay_with_model_s": model_s,
+        "replay_rewards_matched": sum(remodelled.get(k) == v for k, v in rewards.items()),
+        "speedup_env_only": replay_s / regrade_s,
+        "speedup_with_model": model_s / regrade_s,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--envs", default="wordle,terminal,coding")
-    parser.add_argument("--model-turn-s", type=float, default=1.0, help="Seconds a model takes per assistant turn.")
+    parser.add_argument("--envs", default="terminal,coding,mini_swe")
+    parser.add_argument("--model-url", default=None, help="An OpenAI-compatible endpoint (…/v1): record and replay with it.")
+    parser.add_argument("--model", default="smollm2", help="The model id sent to --model-url.")
+    parser.add_argument("--max-turns", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--scripted", action="store_true", help="Record with the scripted policies instead.")
+    parser.add_argument("--model-turn-s", type=float, default=1.0, help="--scripted: seconds each replayed turn sleeps.")
+    parser.add_argument("--output", default=None, help="Also write the rows here as JSON.")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if not args.scripted and not args.model_url:
+        parser.error("give --model-url (a real model) or --scripted")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-regrade-") as tmp:
         for env in args.envs.split(","):
-            rows.append(asyncio.run(bench(env, Path(tmp), args.model_turn_s)))
+            if args.scripted:
+                row = asyncio.run(bench_scripted(env, Path(tmp), args.model_turn_s))
+            else:
+                row = asyncio.run(bench_model(env, Path(tmp), args.model_url, args.model,
+                                              max_turns=args.max_turns, max_tokens=args.max_tokens))  # fmt: skip
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    if args.output:
+        Path(args.output).write_text(json.dumps(rows, indent=2) + "\n")
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title="regrade vs replay (same episodes, same rewards; 8 at a time)")
-    for column in ("env", "episodes", "turns", "regrade", "replay (env only)", "×", f"replay (model {args.model_turn_s:g} s/turn)", "×"):
+    replay = "replay (model)" if not args.scripted else f"replay (sleep {args.model_turn_s:g} s/turn)"
+    table = Table(title="regrade vs replay (same episodes; 8 at a time)")
+    for column in ("env", "episodes", "turns", "regrade", replay, "×", "replay (env only)", "×"):
         table.add_column(column, justify="left" if column == "env" else "right")
     for r in rows:
         table.add_row(r["env"], str(r["episodes"]), str(r["assistant_turns"]), f"{r['regrade_s']:.2f} s",
-                      f"{r['replay_env_only_s']:.2f} s", f"{r['speedup_env_only']:.1f}",
-                      f"{r['replay_with_model_s']:.2f} s", f"{r['speedup_with_model']:.1f}")  # fmt: skip
+                      f"{r['replay_with_model_s']:.2f} s", f"{r['speedup_with_model']:.1f}",
+                      f"{r['replay_env_only_s']:.2f} s", f"{r['speedup_env_only']:.1f}")  # fmt: skip
     Console().print(table)
 
 
