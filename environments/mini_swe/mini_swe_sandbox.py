@@ -267,6 +267,10 @@ class SandboxHost:
         self._lock = threading.Lock()
         self._runtime: Runtime | None = None
         self._git: str | None = shutil.which("git", path=_SYSTEM_PATH)
+        # a fresh repository per task, `.git` included, as the first session's git made it: later
+        # sessions of the task copy it (git's three commands in a sandbox cost more than the rest
+        # of a reset); root's alone, under the base, never mounted into a sandbox
+        self._templates: dict[Path, Path] = {}
         self._remove_stale_bases()
         if self.is_root:
             hidden = HERE / "hidden"
@@ -365,6 +369,12 @@ class SandboxHost:
         sandbox = Sandbox.from_manifest(self.manifest, name="mini_swe", base_dir=self.base, mounts=mounts)
         try:
             repo, home = sandbox.make_dir("repo"), sandbox.make_dir("home")
+            template = self._templates.get(source)
+            if template is not None:
+                shutil.copytree(template, repo, symlinks=True, dirs_exist_ok=True)
+                sandbox.give(repo)  # the repository's top too: git refuses a checkout its user does not own
+                sandbox.give(home)
+                return SessionDirs(sandbox=sandbox, root=sandbox.root, repo=repo, home=home)
             files, _ = read_tree(source)
             for rel, data in files.items():
                 _write_file(repo, rel, data, mode=0o755 if os.access(source / rel, os.X_OK) else 0o644)
@@ -376,10 +386,21 @@ class SandboxHost:
                 result = self.run(script, dirs)
                 if result.exit_code != 0:
                     raise RuntimeError(f"could not set up git in the workspace: {result.render()}")
+                self._keep_template(source, repo)  # before any command of the agent: only git wrote there
         except BaseException:
             sandbox.close()
             raise
         return dirs
+
+    def _keep_template(self, source: Path, repo: Path) -> None:
+        with self._lock:
+            if source in self._templates:
+                return
+            folder = self.base / "templates"
+            folder.mkdir(mode=0o700, exist_ok=True)
+            target = Path(tempfile.mkdtemp(prefix="repo-", dir=folder))
+            shutil.copytree(repo, target, symlinks=True, dirs_exist_ok=True)
+            self._templates[source] = target
 
     def empty_session(self) -> SessionDirs:
         """A fresh sandbox with empty `repo/` and `home/`, for a restored checkpoint to fill.

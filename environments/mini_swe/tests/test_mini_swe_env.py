@@ -85,6 +85,27 @@ def test_workspace_is_a_fresh_copy_owned_by_the_sandbox_user(env: MiniSweEnviron
     assert base_mode == 0o711  # others may pass through, never list
 
 
+def test_a_later_session_of_a_task_gets_the_first_ones_fresh_repository_not_its_changes(env: MiniSweEnvironment) -> None:
+    """Later resets copy the repository (and `.git`) the first session's git made before any
+    command of its agent ran: the first agent's edits, files and git changes never carry over."""
+    env.reset(task_id="pagekit-1")
+    env.write_file("pagekit/planted.py", "x = 1\n")
+    env.run("git config user.name agent && git commit -qam edited --allow-empty && echo trap > .git/hooks/pre-commit")
+    other = MiniSweEnvironment()
+    try:
+        repo = Path(other.reset(task_id="pagekit-1").workdir)
+        original, _ = read_tree(ENV_DIR / "tasks" / "pagekit-1" / "repo")
+        assert read_tree(repo)[0] == original
+        assert other.run("git status --porcelain; git log --oneline | wc -l").startswith("1\n")  # clean, one commit
+        assert not (repo / ".git" / "hooks" / "pre-commit").exists()
+        uid = other._dirs.uid
+        assert all(p.stat().st_uid == uid for p in [repo, *repo.rglob("*")])
+        other.edit_file("pagekit/__init__.py", "pagination arithmetic.", "pagination arithmetic, edited.")
+        assert "pagekit/__init__.py | 2 +-" in other.run("git diff --stat")
+    finally:
+        other.close()
+
+
 def test_reset_and_close_remove_the_workspace(env: MiniSweEnvironment) -> None:
     first = Path(env.reset(task_id="datekit-1").workdir)
     second = Path(env.reset(task_id="datekit-1").workdir)
