@@ -22,6 +22,10 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "scripts") not in sys.path:  # for _gendoc, also when loaded by file path (as the tests do)
+    sys.path.append(str(ROOT / "scripts"))
+from _gendoc import write_or_check  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 from openenv_sdk import errors  # noqa: E402
@@ -169,15 +173,7 @@ which every transport reports as above.
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv[1:]:
-        if not DOCS_PATH.is_file() or DOCS_PATH.read_text(encoding="utf-8") != text:
-            print(f"{DOCS_PATH.relative_to(ROOT)} is stale: run python scripts/gen_errors_doc.py")
-            return 1
-        return 0
-    DOCS_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {DOCS_PATH.relative_to(ROOT)}")
-    return 0
+    return write_or_check({DOCS_PATH: render()}, script=Path(__file__).name)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "scripts") not in sys.path:  # for _gendoc, also when loaded by file path (as the tests do)
+    sys.path.append(str(ROOT / "scripts"))
+from _gendoc import write_or_check  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
 
 from openenv_sdk.snapshots import (  # noqa: E402
@@ -345,17 +349,7 @@ def render() -> dict[str, str]:
 
 
 def main() -> int:
-    files = render()
-    if "--check" in sys.argv[1:]:
-        stale = [n for n, text in files.items() if not (DOCS_DIR / n).is_file() or (DOCS_DIR / n).read_text("utf-8") != text]
-        for name in stale:
-            print(f"docs/protocol/{name} is stale: run python scripts/gen_protocol_schema.py")
-        return 1 if stale else 0
-    DOCS_DIR.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (DOCS_DIR / name).write_text(text, encoding="utf-8")
-        print(f"wrote docs/protocol/{name}")
-    return 0
+    return write_or_check({DOCS_DIR / name: text for name, text in render().items()}, script=Path(__file__).name)
 
 
 if __name__ == "__main__":
