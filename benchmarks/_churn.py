@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -34,8 +35,13 @@ class ChurnConfig:
     reset_frame: str
     step_frame: str
     hold: bool = True
-    """Each session waits after its reset until every session of this worker has reset (or
-    failed), so that all are open at once before any steps; False: each steps at once."""
+    """Each session waits after its reset until every session has reset (or failed), so that
+    all are open at once before any steps; False: each steps at once."""
+    all_workers: Any = None
+    """With several client processes: a `multiprocessing.Barrier` of them all, so that `hold`
+    waits for every worker's sessions, not only this one's (None: one process)."""
+    hold_timeout_s: float = 600.0
+    """The most a worker waits at `all_workers` for the others (then its sessions step anyway)."""
 
 
 @dataclasses.dataclass
@@ -94,7 +100,19 @@ async def _churn(cfg: ChurnConfig, out: Any) -> tuple[int, int, float, float, di
     def one_open() -> None:
         opened[0] += 1
         if opened[0] == cfg.sessions:
-            all_open.set()
+            if cfg.all_workers is None:
+                all_open.set()
+            else:  # the other workers' sessions too: wait for them on a thread, off this loop
+                waits.append(asyncio.ensure_future(every_worker_open()))
+
+    async def every_worker_open() -> None:
+        try:
+            await asyncio.to_thread(cfg.all_workers.wait, cfg.hold_timeout_s)
+        except threading.BrokenBarrierError:
+            errors["the other client processes did not open their sessions in time"] += 1
+        all_open.set()
+
+    waits: list[asyncio.Future[None]] = []  # the barrier's wait, kept referenced
 
     async def hold(mine: list[bool]) -> None:
         mine[0] = True

@@ -1142,6 +1142,8 @@ def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnRes
     ctx = mp.get_context("spawn")
     out: mp.Queue = ctx.Queue()
     server = ServerProcess(target, max_sessions=max(args.max_sessions, n + 16))
+    # several client processes hold their sessions until every one's are open (one barrier)
+    all_workers = ctx.Barrier(procs) if procs > 1 and not args.churn_paced else None
     workers: list[mp.process.BaseProcess] = []
     timeout_s = args.phase_timeout or max(60.0, n / 20)
     try:
@@ -1153,6 +1155,7 @@ def run_churn(target: Target, client: str, args: argparse.Namespace) -> ChurnRes
                 url=server.ws_url, sessions=share, steps=args.steps_per_session, client=client,
                 connect_parallelism=args.connect_parallelism, timeout_s=args.step_timeout,
                 reset_frame=RESET_FRAME, step_frame=STEP_FRAME, hold=not args.churn_paced,
+                all_workers=all_workers, hold_timeout_s=timeout_s,
             )  # fmt: skip
             w = ctx.Process(target=churn_worker, args=(cfg, out), daemon=True)
             w.start()
@@ -1328,9 +1331,9 @@ def churn_report(results: list[ChurnResult], floor: dict[str, list[float]], args
             "| server | median per round (ms) | x bare (per round) |",
             "|---|---|---|",
         ]
-        bare = floor.get("bare-ws") or []
+        floor_bare = floor.get("bare-ws") or []
         for name, medians in floor.items():
-            ratio = ", ".join(f"{m / b:.2f}" for m, b in zip(medians, bare, strict=False)) if bare else ""
+            ratio = ", ".join(f"{m / b:.2f}" for m, b in zip(medians, floor_bare, strict=False)) if floor_bare else ""
             lines.append(f"| {name} | {', '.join(f'{m:.3f}' for m in medians)} | {ratio} |")
     lines.append("<!-- bench_echo_churn: end -->")
     return "\n".join(lines) + "\n"
@@ -1474,7 +1477,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--churn-clients", type=lambda v: v.split(","), default=["websockets", "raw"], help="clients for --churn"
     )
-    p.add_argument("--churn-client-procs", type=int, default=1, help="client processes for --churn")
+    p.add_argument(
+        "--churn-client-procs",
+        type=int,
+        default=max(1, min(4, (os.cpu_count() or 1) // 4)),
+        help="client processes for --churn (default: a quarter of the cores, 1 to 4: the server is one "
+        "process, so a few clients keep it busy; 4 on 16 cores)",
+    )
     p.add_argument("--churn-rounds", type=int, default=1, help="rounds of --churn, the servers taking turns in each")
     p.add_argument(
         "--churn-paced",
