@@ -9,7 +9,8 @@ An environment is checkpointed through two optional hooks on `Environment`:
 
 The defaults cover an environment whose episode is its pydantic `state`, `episode_done` and
 plain-data attributes (`default_snapshot` / `default_restore`); one holding a sandbox overrides
-both and keeps the sandbox's folders with `pack_folders` / `unpack_folders`. The server keeps
+both and keeps the sandbox's folders with `pack_folders` / `unpack_folders` (their archive and
+its hostile-safe unpacking are `openenv_sdk.workspace_archive`'s, as regrade's are). The server keeps
 checkpoints in a store of its own (`openenv_sdk.server._snapshots`) and names each by an opaque
 handle; they are orchestrator-only (WebSocket `checkpoint` / `restore`, HTTP `POST /checkpoint`,
 `POST /restore`), never MCP tools.
@@ -27,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from .errors import CheckpointError, OpenEnvError
+from .workspace_archive import ArchiveLimits, ArchiveRejected, WorkspaceTooLarge, pack_folders, read_folders
 
 if TYPE_CHECKING:
     from .environment import Environment
     from .sandbox import Sandbox
 
 __all__ = [
+    "ArchiveRejected",
     "CheckpointError",
     "CheckpointInfo",
     "CheckpointRequest",
@@ -41,6 +44,7 @@ __all__ = [
     "RestoredInfo",
     "SnapshotTooLarge",
     "SnapshotUnsupported",
+    "WorkspaceTooLarge",
     "default_restore",
     "default_snapshot",
     "pack_folders",
@@ -168,145 +172,24 @@ def _plain(value: Any, depth: int = 0) -> bool:
 
 # --- files --------------------------------------------------------------------------------
 #
-# A snapshot's folders go into one file: one file written to the store's disk (creating hundreds
-# of small files there costs far more than their bytes), read back into the new sandbox's tmpfs.
-# Its format is the server's own, not tar: tar spends most of its time naming owners and writing
-# a PAX header per file for times in nanoseconds, both of which this keeps for nothing. Each entry
-# is a 4-byte big-endian length, a JSON header (path, kind, mode, times in ns, size or link) and,
-# for a file, its bytes. It is made by `pack_folders` from a walk that never follows a link, and
-# read only from the server's store.
-
-_MAGIC = b"openenv-snapshot-1\n"
-_CHUNK = 1 << 20
+# A snapshot's folders go into one file, packed and unpacked by `openenv_sdk.workspace_archive`
+# (the one owner of workspace archives, regrade's too): the fast, uncompressed encoding, read
+# back as hostile (a checkpoint on disk outlives the server that wrote it).
 
 
-def pack_folders(root: Path, names: Sequence[str], archive: Path, *, max_bytes: int | None = None) -> int:
-    """Write `root`'s folders `names` (those that exist) into the file `archive`: contents, modes
-    and times (ns); symlinks as links, never followed; hard links kept; FIFOs kept; sockets and
-    devices left out. Run it when no process of the agent runs. Returns the file's bytes.
+def unpack_folders(archive: Path, sandbox: Sandbox, names: Sequence[str], *, limits: ArchiveLimits | None = None) -> None:
+    """Fill the sandbox's folders `names` from a `pack_folders` file: the file is read and
+    checked whole first (`read_folders`), then each folder is made again (as `make_dir` makes
+    it) and emptied, the contents unpacked and handed to the sandbox's user.
 
     Raises:
-        SnapshotTooLarge: the folders hold more than `max_bytes` of file contents.
+        ArchiveRejected: the file is not a snapshot's, or breaks a rule (a name outside the
+            folders, a member through a link, a device, a limit); nothing of it is written.
     """
-    total = 0
-    seen: dict[tuple[int, int], str] = {}
-    with open(archive, "wb") as out:
-        out.write(_MAGIC)
-
-        def entry(header: dict[str, Any]) -> None:
-            data = json.dumps(header, separators=(",", ":")).encode()
-            out.write(len(data).to_bytes(4, "big") + data)
-
-        def walk(path: str, rel: str) -> None:
-            nonlocal total
-            info = os.lstat(path)
-            mode = info.st_mode
-            header: dict[str, Any] = {"p": rel, "m": stat.S_IMODE(mode), "t": [info.st_atime_ns, info.st_mtime_ns]}
-            if stat.S_ISDIR(mode):
-                entry({**header, "k": "d"})
-                with os.scandir(path) as entries:
-                    names_in = sorted(e.name for e in entries)
-                for name in names_in:
-                    walk(os.path.join(path, name), f"{rel}/{name}")
-                entry({"p": rel, "k": "t", "t": header["t"]})  # the folder's times, once its contents are in
-            elif stat.S_ISLNK(mode):
-                entry({**header, "k": "l", "l": os.readlink(path)})
-            elif stat.S_ISREG(mode):
-                key = (info.st_dev, info.st_ino)
-                if info.st_nlink > 1 and key in seen:
-                    entry({**header, "k": "h", "l": seen[key]})
-                    return
-                seen[key] = rel
-                total += info.st_size
-                if max_bytes is not None and total > max_bytes:
-                    raise SnapshotTooLarge(f"the episode's files are over {max_bytes} bytes (at {rel!r})")
-                # never through a link (no process of the agent is left to swap one in; made sure of)
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                with os.fdopen(fd, "rb") as src:
-                    entry({**header, "k": "f", "s": info.st_size})
-                    left = info.st_size
-                    while left:
-                        chunk = src.read(min(left, _CHUNK))
-                        if not chunk:
-                            raise SnapshotUnsupported(f"{rel!r} changed while it was read")
-                        out.write(chunk)
-                        left -= len(chunk)
-            elif stat.S_ISFIFO(mode):
-                entry({**header, "k": "p"})
-            # sockets and devices: their processes are gone, and a device cannot be made
-
+    with read_folders(archive, names, limits=limits) as checked:
         for name in names:
-            top = root / name
-            if top.is_dir() and not top.is_symlink():
-                walk(str(top), name)
-    return archive.stat().st_size
-
-
-def unpack_folders(archive: Path, sandbox: Sandbox, names: Sequence[str]) -> None:
-    """Fill the sandbox's folders `names` from a `pack_folders` file: each made again (as
-    `make_dir` makes it) and emptied, its contents unpacked and handed to the sandbox's user.
-
-    Raises:
-        SnapshotUnsupported: the file is not a snapshot, or names a path outside the folders.
-    """
-    folders = {name: sandbox.make_dir(name) for name in names}
-    for folder in folders.values():
-        _empty(folder)
-    root = sandbox.root
-    owner = (sandbox.uid, sandbox.gid) if sandbox.privileged else None  # as `give` hands files over
-    created: list[str] = []
-    dir_modes: dict[str, int] = {}
-    with open(archive, "rb") as src:
-        if src.read(len(_MAGIC)) != _MAGIC:
-            raise SnapshotUnsupported(f"{archive.name} is not a snapshot of this format")
-        while size_bytes := src.read(4):
-            header = json.loads(src.read(int.from_bytes(size_bytes, "big")))
-            rel, kind = header["p"], header["k"]
-            parts = rel.split("/")
-            if parts[0] not in folders or any(p in ("", ".", "..") for p in parts):
-                raise SnapshotUnsupported(f"the snapshot holds {rel!r}, outside its folders")
-            path = os.path.join(root, rel)
-            if owner is not None and len(parts) > 1 and kind != "t":
-                created.append(path)
-            if kind == "f":
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                with os.fdopen(fd, "wb") as out:
-                    left = int(header["s"])
-                    while left:
-                        chunk = src.read(min(left, _CHUNK))
-                        if not chunk:
-                            raise SnapshotUnsupported(f"the snapshot ends inside {rel!r}")
-                        out.write(chunk)
-                        left -= len(chunk)
-            elif kind == "d":
-                if len(parts) > 1:
-                    os.mkdir(path, 0o700)
-                    dir_modes[rel] = int(header["m"])
-                continue  # its mode and times come with its "t" entry, once its contents are in
-            elif kind == "t":
-                if len(parts) > 1:
-                    os.chmod(path, dir_modes.pop(rel, 0o700))
-                os.utime(path, ns=tuple(header["t"]), follow_symlinks=False)
-                continue
-            elif kind == "l":
-                os.symlink(header["l"], path)
-                os.utime(path, ns=tuple(header["t"]), follow_symlinks=False)
-                continue
-            elif kind == "h":
-                target = str(header["l"])
-                if target.split("/")[0] not in folders or ".." in target.split("/"):
-                    raise SnapshotUnsupported(f"the snapshot links {rel!r} outside its folders")
-                os.link(os.path.join(root, target), path, follow_symlinks=False)
-                continue
-            elif kind == "p":
-                os.mkfifo(path, 0o600)
-            else:
-                raise SnapshotUnsupported(f"the snapshot holds an entry of unknown kind {kind!r}")
-            os.chmod(path, int(header["m"]))
-            os.utime(path, ns=tuple(header["t"]), follow_symlinks=False)
-    if owner is not None:
-        for path in created:
-            os.chown(path, *owner, follow_symlinks=False)
+            _empty(sandbox.make_dir(name))
+        checked.write(sandbox.root, owner=(sandbox.uid, sandbox.gid) if sandbox.privileged else None)
 
 
 def _empty(folder: Path) -> None:
@@ -319,14 +202,25 @@ def _empty(folder: Path) -> None:
             entry.unlink()
 
 
+_MAX_TEXT_BYTES = 64 * 1024 * 1024
+
+
 def rewrite_text(path: Path, old: str, new: str) -> None:
     """Replace `old` by `new` in a text file the server reads back (a saved shell's state names
-    the session's folder, which a restored copy has elsewhere); nothing when it is missing."""
+    the session's folder, which a restored copy has elsewhere); nothing when it is missing, or
+    is not a regular file of its own (the agent can leave a link or a FIFO there: never
+    followed, never waited on), or is over 64 MiB."""
     try:
-        text = path.read_bytes()
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # missing, or a link (ELOOP)
         return
-    if old.encode() in text:
-        info = os.lstat(path)
-        path.write_bytes(text.replace(old.encode(), new.encode()))
-        os.chown(path, info.st_uid, info.st_gid)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_TEXT_BYTES:
+        os.close(fd)
+        return
+    with os.fdopen(fd, "r+b") as f:
+        text = f.read()
+        if old.encode() in text:  # rewritten in place: the file keeps its owner and mode
+            f.seek(0)
+            f.write(text.replace(old.encode(), new.encode()))
+            f.truncate()

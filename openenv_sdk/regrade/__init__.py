@@ -11,7 +11,7 @@ what could climb out of the folder.
 
 from typing import TYPE_CHECKING
 
-from ._archive import ArchiveLimits, ArchiveRejected, WorkspaceTooLarge, pack_workspace, unpack_workspace
+from ..workspace_archive import ArchiveLimits, ArchiveRejected, WorkspaceTooLarge, pack_workspace, unpack_workspace
 from ._keep import StateKeeper
 from ._snapshot import WorkspaceSnapshots
 from ._store import STATE_DIR, KeptEpisode, KeptRun, NotKept, StateStore

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..sandbox import remove_tree
 from ..tools import orchestrator
-from ._archive import ArchiveLimits, ArchiveRejected, pack_workspace, unpack_workspace
+from ..workspace_archive import ArchiveLimits, ArchiveRejected, pack_workspace, unpack_workspace
 
 __all__ = ["WorkspaceSnapshots"]
 

@@ -23,6 +23,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..snapshots import (
+    ArchiveRejected,
     CheckpointInfo,
     CheckpointRequest,
     DropRequest,
@@ -39,6 +41,7 @@ from ..snapshots import (
     RestoreRequest,
     SnapshotTooLarge,
     SnapshotUnsupported,
+    WorkspaceTooLarge,
 )
 from ..types import ErrorCode
 from ._protocol import RequestRefused
@@ -79,6 +82,25 @@ def _tree_bytes(folder: Path) -> int:
     return total
 
 
+_MAX_META_BYTES = 256 * 1024 * 1024
+"""A checkpoint's metadata (its data and transcript) read back, at most."""
+
+
+def _read_meta(path: Path) -> Any:
+    """`checkpoint.json`, never through a link, never a FIFO or device, at most `_MAX_META_BYTES`.
+
+    Raises:
+        OSError: missing, a link (ELOOP), not a regular file, or too large.
+        ValueError: not JSON.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_META_BYTES:
+            raise OSError(errno.EINVAL, f"{path.name} is not a regular file of at most {_MAX_META_BYTES} bytes")
+        return json.loads(f.read(_MAX_META_BYTES + 1))
+
+
 class SnapshotStore:
     """Checkpoints on disk, one folder per handle: `checkpoint.json` and `files/`."""
 
@@ -95,7 +117,7 @@ class SnapshotStore:
         for p in root.iterdir():
             if _HANDLE.fullmatch(p.name) and (p / _META).is_file():
                 try:
-                    self._sizes[p.name] = int(json.loads((p / _META).read_text())["bytes"])
+                    self._sizes[p.name] = int(_read_meta(p / _META)["bytes"])
                 except (OSError, ValueError, KeyError, TypeError):
                     self._sizes[p.name] = _tree_bytes(p)
 
@@ -126,8 +148,22 @@ class SnapshotStore:
         return folder
 
     def load(self, handle: str) -> tuple[dict[str, Any], Path]:
+        """A kept checkpoint's metadata and files, read as the agent's data: the store's disk
+        outlives the server, so neither is trusted to be what this server wrote.
+
+        Raises:
+            RequestRefused: CHECKPOINT_NOT_FOUND (as `folder`); SNAPSHOT_UNSUPPORTED when its
+                metadata is not a regular file of JSON, or its files not a folder of its own.
+        """
         folder = self.folder(handle)
-        return json.loads((folder / _META).read_text()), folder / _FILES
+        try:
+            meta = _read_meta(folder / _META)
+            files = os.lstat(folder / _FILES)
+        except (OSError, ValueError) as e:
+            raise RequestRefused(ErrorCode.SNAPSHOT_UNSUPPORTED, f"checkpoint {handle!r} is damaged: {e}") from e
+        if not isinstance(meta, dict) or not stat.S_ISDIR(files.st_mode):
+            raise RequestRefused(ErrorCode.SNAPSHOT_UNSUPPORTED, f"checkpoint {handle!r} is damaged: not what checkpoint keeps")
+        return meta, folder / _FILES
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -238,7 +274,7 @@ async def checkpoint(session: Session, state: ServerState, data: dict[str, Any] 
                 snapshot = await session._runner.run(session.env.snapshot, (staging / _FILES,), what="snapshot")
             except SnapshotUnsupported as e:
                 raise RequestRefused(ErrorCode.SNAPSHOT_UNSUPPORTED, f"checkpoint: {e}") from e
-            except SnapshotTooLarge as e:
+            except (SnapshotTooLarge, WorkspaceTooLarge) as e:
                 raise RequestRefused(ErrorCode.CHECKPOINT_LIMIT, f"checkpoint: {e}") from e
             except RequestRefused:
                 raise
@@ -297,6 +333,9 @@ async def restore(session: Session, state: ServerState, data: dict[str, Any] | N
             await session._runner.run(session.env.restore, (meta["data"], files), what="restore")
         except SnapshotUnsupported as e:
             raise RequestRefused(ErrorCode.SNAPSHOT_UNSUPPORTED, f"restore: {e}") from e
+        except ArchiveRejected as e:  # a damaged or tampered checkpoint: nothing of it was written
+            logger.warning("session %s: checkpoint %s refused: %s", session.id[:8], request.handle, e)
+            raise RequestRefused(ErrorCode.SNAPSHOT_UNSUPPORTED, f"restore: the checkpoint's files are refused: {e}") from e
         except RequestRefused:
             raise
         except Exception as e:
