@@ -1243,28 +1243,44 @@ def run_ws_floor(targets: list[Target], args: argparse.Namespace) -> dict[str, l
 
 CHURN_NOTES = [
     "Where a session's memory goes (tracemalloc of the server holding 1,000 reset echo sessions, "
-    "2026-11-27): ~30.6 KiB a session before the changes below, ~26.8 KiB after. Nearly all of it "
-    "is the stack a WebSocket connection runs on: uvicorn's protocol object, its `websockets` "
-    "parser and the request's headers, the suspended coroutines of the ASGI middleware and "
-    "routing chain, the transport's buffers; the session's own objects (`Session`, its runner "
-    "and transcript, all `__slots__`, its ids and reaper hook) about 1 KiB, and the echo "
-    "environment with its models ~0.6 KiB. Cut: uvicorn's per-connection `asyncio.Queue` and `asyncio.Event` (three "
-    "deques and one, each with a 64-slot block) swapped for `server/_slim.py`'s (a list, a future "
-    "only while someone waits; -3.7 KiB); the transcript's deque made at the first tool call "
-    "(-0.7 KiB). The per-connection task (below) adds ~0.7 KiB. The idle servers' RSS (ours ~89 "
-    "MiB with the official MCP server imported, OpenEnv's ~170 MiB) is most of what either holds "
-    "right after the sessions close.",
+    '2026-11-27): ~30.6 KiB a session before the changes below, ~26.8 KiB after. Nearly all of it is the '
+    "stack a WebSocket connection runs on: uvicorn's protocol object, its `websockets` parser and the "
+    "request's headers, the suspended coroutines of the ASGI middleware and routing chain, the "
+    "transport's buffers; the session's own objects (`Session`, its runner and transcript, all "
+    '`__slots__`, its ids and reaper hook) about 1 KiB, and the echo environment with its models ~0.6 '
+    "KiB. Cut: uvicorn's per-connection `asyncio.Queue` and `asyncio.Event` (three deques and one, each "
+    "with a 64-slot block) swapped for `server/_slim.py`'s (a list, a future only while someone waits; "
+    "-3.7 KiB); the transcript's deque made at the first tool call (-0.7 KiB). The per-connection task "
+    "(below) adds ~0.7 KiB. The idle servers' RSS (ours ~89 MiB with the official MCP server imported, "
+    "OpenEnv's ~170 MiB) is most of what either holds right after the sessions close. After the sessions "
+    "close, the server gives memory back (`server/_trim.py`, 2026-11-27): once Python's live objects have "
+    'fallen a quarter below their high and stopped falling, a full collection (what closed sessions left '
+    "in reference cycles, with all it held) and glibc's `malloc_trim(0)` on a worker thread (free pages "
+    'anywhere in the C heap back to the OS; a no-op without glibc), off the step path (one counter read '
+    'four times a second). 2,000 sessions at once (one client process, this machine): RSS right after 142 '
+    '-> 132 MiB (idle 91, peak 142; ~6 MiB from the collection, ~5 from the trim); 1,200 sessions, two '
+    "client processes, HEAD and after in the same run: 122 -> 113 MiB. What stays is pymalloc's: arenas "
+    'that keep a few live objects each (of ~90 after 2,000 sessions, ~70 stay, with ~28 MB of empty pools '
+    'in them) are not returned by any trim. `tests/server/test_memory_trim.py` fails without it.',
     "",
-    "Where a step's time goes on our side (cProfile of the server over 5,000 steps on one "
-    "connection): 172 Python calls and coroutine resumptions a step before, 153 after. Cut: the "
+    "Where a step's time goes on our side (cProfile of the server, calls a WS step costs: "
+    '`benchmarks/profile_step.py --calls`, the difference of two runs over one connection): 146 Python '
+    'calls and coroutine resumptions a step before the second cuts, 120 after (the first cuts, 172 -> 153, '
+    'were counted another way). First cuts: the '
     "connection's loop runs in a task of its own, so a message no longer resumes the dozen ASGI "
-    "middleware and routing coroutines that await it; the envelope is read by pydantic-core's "
-    "JSON parser when it is the common one (pydantic validates the rest: the same fields, the "
-    "same errors); a short text message skips the re-encode, UTF-8 and depth pass; a session "
-    "verb's error net and metrics report are one coroutine, not three; whether a class has "
-    "`step_async` is cached. The replies are byte-identical (HEAD and after, 23 messages, errors "
-    "included). Left: the metrics (`/metrics`: three counters and a histogram a step), the "
-    "environment's own pydantic models, and uvicorn/starlette's receive and send.",
+    "middleware and routing coroutines that await it; the envelope is read by pydantic-core's JSON parser "
+    'when it is the common one (pydantic validates the rest: the same fields, the same errors); a short '
+    "text message skips the re-encode, UTF-8 and depth pass; a session verb's error net and metrics "
+    'report are one coroutine, not three; whether a class has `step_async` is cached. Then (146 -> 120): '
+    "a step's metrics are tallied in plain numbers (a count, a sum, a bucket found by `bisect`) and added "
+    "to the registry's counters and histograms when `/metrics` is read, so the same series, names and "
+    'buckets, for 3 calls a step instead of ~13 (locks, checks, a bucket search in Python); a sync step '
+    'of a class that runs on the loop is called in place (no runner, no second `touch`), its plan (which '
+    'method, sync or not, whether an action can be a tool call) worked out once per class; the action is '
+    "validated and the observation dumped by pydantic-core's own calls, a frame fewer each; the slim "
+    'queue waits without `getattr`/`setattr`. The replies are byte-identical (HEAD and after, 23 '
+    "messages, errors included). Left: the environment's own pydantic models (the echo's observation, its "
+    "state's validated assignment), and uvicorn/starlette's receive and send (~60 of the 120).",
 ]
 """Fixed notes of the churn section: what the profiles showed and what was done (2026-11-27)."""
 
