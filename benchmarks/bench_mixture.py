@@ -164,7 +164,7 @@ def run_mode(
     )
     config = WorkerConfig(
         num_generations=GROUP_SIZE, max_inflight_episodes=4 * GROUP_SIZE, buffer_size=64 * GROUP_SIZE,
-        episode=EpisodeConfig(sampling=SamplingParams(max_tokens=64), max_turns=MAX_TURNS, max_completion_tokens=400),
+        episode=EpisodeConfig(sampling=SamplingParams(max_tokens=64, stop_token_ids=(tokenizer.eos_token_id,)), max_turns=MAX_TURNS, max_completion_tokens=400),
         group_filter=GroupFilter(drop_zero_variance=True), pacing=PacingConfig(enabled=False),
         starve_after_dropped_groups=10_000, check_server=False, poll_interval_s=0.005, seed=seed,
     )  # fmt: skip

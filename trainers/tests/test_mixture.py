@@ -186,6 +186,35 @@ def test_the_worker_on_a_wordle_and_guess_mixture_halves_zero_variance_groups(ca
     assert profiled["per_source"]["worker/source/wordle/tasks_skipped"] > 0
 
 
+@pytest.mark.timeout(120)
+def test_the_warm_up_of_the_benchmarks_model_is_the_oracles_episodes_prompted_with_the_task(tmp_path: Path) -> None:
+    """benchmarks/mixture_model.py: each oracle (Wordle's own, Guess's from the seed) wins its tasks
+    through `openenv collect` (real servers), and each SFT example is that episode with the prompt
+    the worker's rows carry (the task named), labelled on the policy's own tokens only."""
+    from openenv_trainers.tiny_model import build_tiny_tokenizer
+
+    _load_bench()  # puts benchmarks/ on the path
+    import mixture_model
+
+    tokenizer = build_tiny_tokenizer()
+    words = (WORDLE_DIR / "answers.txt").read_text().split()
+    for env in ("wordle", "guess"):
+        records = mixture_model.collect(env, 3, tmp_path)
+        assert sorted(mixture_model.task_index(r.task_id) for r in records) == [0, 1, 2]
+        assert all(r.error is None and r.passed for r in records), [(r.task_id, r.reward, r.error) for r in records]
+        examples = mixture_model.examples(tokenizer, env, records)
+        assert len(examples) == 3
+        for r, (ids, labels) in zip(records, examples, strict=True):
+            task = mixture_model.task_index(r.task_id)
+            text = tokenizer.decode(ids)
+            assert (f"[wordle task {task}]" if env == "wordle" else f"[guess seed {task}]") in text
+            assert "guesses_left" not in text and "Guess the 5-letter word" not in text  # not the reset observation
+            sampled = tokenizer.decode([t for t, label in zip(ids, labels, strict=True) if label != -100])
+            assert "<tool_call>" in sampled and "task" not in sampled and "<tool_response>" not in sampled
+            if env == "wordle":
+                assert f'"word": "{words[task]}"' in sampled
+
+
 def test_a_source_whose_groups_are_all_dropped_starves_neither_generation_nor_the_trainer() -> None:
     """Every group of `hard` has zero variance (every task beyond the policy): it is admitted at its
     weight, not more (its dropped groups are no longer made up once it is starved), and `easy`'s
