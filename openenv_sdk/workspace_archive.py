@@ -33,7 +33,7 @@ import tarfile
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Any, Literal
 
 from .errors import OpenEnvError
@@ -95,7 +95,7 @@ Kind = Literal["dir", "file", "symlink", "hardlink", "fifo"]
 
 @dataclass
 class _Entry:
-    path: PurePosixPath
+    path: str  # checked: relative, "/"-joined, no empty, "." or ".." parts
     kind: Kind
     mode: int
     times_ns: tuple[int, int]  # (atime, mtime)
@@ -288,60 +288,66 @@ def _copy(src: IO[bytes], out: IO[bytes], size: int, short: Exception) -> None:
 class _Checker:
     """The rules of every archive: names inside, nothing under a link, hard links to earlier
     files, no devices, no duplicates, the limits. `tops`: the folders a folders archive may hold
-    (they exist already; their entries give their times only)."""
+    (they exist already; their entries give their times only). Names are plain strings, "/"
+    joined: pathlib costs a fork more than the checks themselves."""
 
     limits: ArchiveLimits
     tops: frozenset[str] | None = None
     entries: list[_Entry] = field(default_factory=list)
-    seen: dict[PurePosixPath, _Entry] = field(default_factory=dict)
-    links: set[PurePosixPath] = field(default_factory=set)
-    implied: set[PurePosixPath] = field(default_factory=set)  # folders named only as parents (tar)
+    seen: dict[str, _Entry] = field(default_factory=dict)
+    links: set[str] = field(default_factory=set)
+    implied: set[str] = field(default_factory=set)  # folders named only as parents (a tar may)
     total: int = 0
 
-    def name(self, name: object) -> PurePosixPath:
+    def name(self, name: object) -> str:
+        """`name` checked and normalized (no empty or "." parts)."""
         limits = self.limits
         if not isinstance(name, str) or not name or "\x00" in name:
             raise ArchiveRejected(f"a member's name is empty, not text or holds NUL: {str(name)[:80]!r}")
         if len(name.encode("utf-8", "surrogateescape")) > limits.max_name_bytes:
             raise ArchiveRejected(f"a member's name is too long (over {limits.max_name_bytes} bytes): {name[:80]!r}")
-        path = PurePosixPath(name)
-        if name.startswith("/") or path.is_absolute() or ".." in name.split("/"):
+        raw_parts = name.split("/")
+        if name.startswith("/") or ".." in raw_parts:
             raise ArchiveRejected(f"member {name!r} would land outside the workspace")
-        parts = [p for p in path.parts if p != "."]
+        parts = [p for p in raw_parts if p not in ("", ".")]
         if not parts:
             raise ArchiveRejected(f"member {name!r} names the workspace itself")
         if self.tops is not None and parts[0] not in self.tops:
             raise ArchiveRejected(f"member {name!r} would land outside the workspace (its folders: {sorted(self.tops)})")
-        return PurePosixPath(*parts)
+        return "/".join(parts)
 
     def add(self, entry: _Entry) -> None:
         path = entry.path
         if len(self.entries) >= self.limits.max_members:
             raise ArchiveRejected(f"the archive holds more than {self.limits.max_members} members (max_members)")
         if path in self.seen or (path in self.implied and entry.kind != "dir"):
-            raise ArchiveRejected(f"member {str(path)!r} appears twice")
-        for parent in path.parents:
+            raise ArchiveRejected(f"member {path!r} appears twice")
+        parts = path.split("/")
+        parent = ""
+        for part in parts[:-1]:
+            parent = f"{parent}/{part}" if parent else part
             if parent in self.links:
-                raise ArchiveRejected(f"member {str(path)!r} would be written through the link {str(parent)!r}")
-            if parent != PurePosixPath(".") and parent in self.seen and self.seen[parent].kind != "dir":
-                raise ArchiveRejected(f"member {str(path)!r} is under {str(parent)!r}, which is not a folder")
-            if parent not in self.seen:
+                raise ArchiveRejected(f"member {path!r} would be written through the link {parent!r}")
+            earlier = self.seen.get(parent)
+            if earlier is None:
                 self.implied.add(parent)
-        if self.tops is not None and len(path.parts) == 1 and entry.kind != "dir":
-            raise ArchiveRejected(f"member {str(path)!r} is one of the archive's folders, and not a folder")
+            elif earlier.kind != "dir":
+                raise ArchiveRejected(f"member {path!r} is under {parent!r}, which is not a folder")
+        if self.tops is not None and len(parts) == 1 and entry.kind != "dir":
+            raise ArchiveRejected(f"member {path!r} is one of the archive's folders, and not a folder")
         if entry.kind == "file":
             self.total += entry.size
             if self.total > self.limits.max_unpacked_bytes:
                 raise ArchiveRejected(f"the archive unpacks to over {_size(self.limits.max_unpacked_bytes)} (max_unpacked_bytes)")
         elif entry.kind == "symlink":
             if not entry.link or "\x00" in entry.link or len(entry.link) > self.limits.max_name_bytes:
-                raise ArchiveRejected(f"symlink {str(path)!r} has an unusable target")
+                raise ArchiveRejected(f"symlink {path!r} has an unusable target")
             self.links.add(path)
         elif entry.kind == "hardlink":
             target = self.name(entry.link)
             if target not in self.seen or self.seen[target].kind != "file":
-                raise ArchiveRejected(f"hard link {str(path)!r} points at {entry.link!r}, not an earlier file of the archive")
-            entry.link = str(target)
+                raise ArchiveRejected(f"hard link {path!r} points at {entry.link!r}, not an earlier file of the archive")
+            entry.link = target
             self.links.add(path)
         self.seen[path] = entry
         self.entries.append(entry)
@@ -362,30 +368,30 @@ def _write(
 ) -> None:
     """Write checked entries under `dest`. Every parent of an entry is a folder of the archive
     (checked) or made here, so a path never crosses a link; files are created, never opened."""
+    base = os.fspath(dest)
     made: list[str] = []
-    parents: set[str] = set()  # folders made as parents only (a tar may name them later)
+    known: set[str] = set(tops or ())  # folders that exist: the tops, and those made here
     folders: list[tuple[str, _Entry]] = []
     for entry in entries:
-        target = os.path.join(dest, entry.path)
-        mode = entry.mode & _KEPT_MODE_BITS
+        path = entry.path
+        target = f"{base}/{path}"
+        parent = path.rpartition("/")[0]
+        if parent and parent not in known:
+            _make_parents(base, parent, known, made)
         if entry.kind == "dir":
-            if tops is not None and len(entry.path.parts) == 1:  # a top folder: exists, its mode the sandbox's
-                folders.append((target, entry))
-                continue
-            _make_parents(dest, entry.path, made, parents)
-            if target not in parents:
+            if path not in known:
                 os.mkdir(target, 0o700)  # its mode once its contents are in
                 made.append(target)
+                known.add(path)
             folders.append((target, entry))
             continue
-        _make_parents(dest, entry.path, made, parents)
         if entry.kind == "symlink":
             os.symlink(entry.link, target)
             made.append(target)
             os.utime(target, ns=entry.times_ns, follow_symlinks=False)
             continue
         if entry.kind == "hardlink":
-            os.link(os.path.join(dest, entry.link), target, follow_symlinks=False)
+            os.link(f"{base}/{entry.link}", target, follow_symlinks=False)
             continue  # the same file: its owner, mode and times are the earlier name's
         if entry.kind == "fifo":
             os.mkfifo(target, 0o600)
@@ -393,27 +399,28 @@ def _write(
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as out:
                 src.seek(entry.offset)
-                _copy(src, out, entry.size, ArchiveRejected(f"the archive ends inside {str(entry.path)!r}"))
+                _copy(src, out, entry.size, ArchiveRejected(f"the archive ends inside {path!r}"))
         made.append(target)
-        os.chmod(target, mode)  # a file or FIFO just made here: not a link
+        os.chmod(target, entry.mode & _KEPT_MODE_BITS)  # a file or FIFO just made here: not a link
         os.utime(target, ns=entry.times_ns, follow_symlinks=False)
     if owner is not None:  # as `Sandbox.give` hands files over; never through a link
-        for path in made:
-            os.chown(path, *owner, follow_symlinks=False)
+        for target in made:
+            os.chown(target, *owner, follow_symlinks=False)
     for target, entry in reversed(folders):  # deepest first, once their contents are in
-        if tops is None or len(entry.path.parts) > 1:
-            os.chmod(target, entry.mode & _KEPT_MODE_BITS)  # a folder made here
+        if tops is None or "/" in entry.path:  # a top folder keeps the mode the sandbox gave it
+            os.chmod(target, entry.mode & _KEPT_MODE_BITS)  # a folder made here: not a link
         os.utime(target, ns=entry.times_ns, follow_symlinks=False)
 
 
-def _make_parents(dest: Path, path: PurePosixPath, made: list[str], parents: set[str]) -> None:
+def _make_parents(base: str, parent: str, known: set[str], made: list[str]) -> None:
     """Folders a tar archive names only as parents, or later (checked: none is a link or a file)."""
-    for parent in reversed(path.parents[:-1]):
-        folder = os.path.join(dest, parent)
-        if not os.path.lexists(folder):
-            os.mkdir(folder, 0o700)
-            made.append(folder)
-            parents.add(folder)
+    folder = ""
+    for part in parent.split("/"):
+        folder = f"{folder}/{part}" if folder else part
+        if folder not in known:
+            os.mkdir(f"{base}/{folder}", 0o700)
+            made.append(f"{base}/{folder}")
+            known.add(folder)
 
 
 # --- reading the folders encoding --------------------------------------------------------------------
@@ -484,12 +491,12 @@ def read_folders(archive: Path, names: Sequence[str], *, limits: ArchiveLimits |
             if entry.kind == "file":
                 entry.size, entry.offset = _int(header.get("s")), src.tell()
                 if entry.offset + entry.size > info.st_size:
-                    raise ArchiveRejected(f"the archive ends inside {str(entry.path)!r}")
+                    raise ArchiveRejected(f"the archive ends inside {entry.path!r}")
                 src.seek(entry.size, os.SEEK_CUR)
             elif entry.kind in ("symlink", "hardlink"):
                 link = header.get("l")
                 if not isinstance(link, str):
-                    raise ArchiveRejected(f"link {str(entry.path)!r} has no target")
+                    raise ArchiveRejected(f"link {entry.path!r} has no target")
                 entry.link = link
             checker.add(entry)
     except BaseException:
