@@ -4,6 +4,9 @@
 port, in a thread of the test's own process, so a test talks to it over real HTTP and WebSocket
 connections and can still reach into the environment's objects.
 
+`labelled_builds` gives a test session's images a label of its own and removes exactly those
+images (and the containers made from them) when it ends, never another run's.
+
 Example:
     >>> from openenv_sdk import create_app
     >>> from openenv_sdk.client import GenericEnvClient
@@ -17,9 +20,11 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +32,7 @@ import uvicorn
 
 from .errors import ProviderError
 
-__all__ = ["DEFAULT_SERVE_TIMEOUT_S", "serve_app"]
+__all__ = ["DEFAULT_SERVE_TIMEOUT_S", "TEST_SESSION_LABEL", "labelled_builds", "remove_labelled", "serve_app"]
 
 DEFAULT_SERVE_TIMEOUT_S = 10.0
 """How long `serve_app` waits for the server to start, and then to stop, in seconds."""
@@ -96,3 +101,59 @@ def serve_app(app: Any, *, host: str = "127.0.0.1", timeout_s: float = DEFAULT_S
             thread.join(timeout_s)
     finally:
         sock.close()
+
+
+TEST_SESSION_LABEL = "org.openenv.test-session"
+"""The label key `labelled_builds` puts on a test session's images (its value: the session's id)."""
+
+
+@contextlib.contextmanager
+def labelled_builds(*, remove: bool = True, key: str = TEST_SESSION_LABEL) -> Iterator[str]:
+    """Within the block, every image built carries the label `key=<a fresh id>`, in this process
+    or in a child process (`openenv build`), through `$OPENENV_BUILD_LABELS`; at its end, with
+    `remove`, the containers and images carrying it are removed (`remove_labelled`). The
+    variable is restored; the engine keeps the cached layers, so the next run builds quickly.
+
+    Yields:
+        The label, `KEY=VALUE`.
+    """
+    from .build import BUILD_LABELS_ENV
+
+    label = f"{key}={uuid.uuid4().hex[:12]}"
+    before = os.environ.get(BUILD_LABELS_ENV)
+    os.environ[BUILD_LABELS_ENV] = f"{before},{label}" if before else label
+    try:
+        yield label
+    finally:
+        if before is None:
+            os.environ.pop(BUILD_LABELS_ENV, None)
+        else:
+            os.environ[BUILD_LABELS_ENV] = before
+        if remove:
+            remove_labelled(label)
+
+
+def remove_labelled(label: str) -> tuple[int, int]:
+    """Remove the containers (a container carries its image's labels), then the images, that carry
+    `label` (`KEY=VALUE`), and nothing else; returns how many of each.
+
+    Raises:
+        EngineUnavailableError: the `docker` package is missing, or the engine does not answer.
+    """
+    from .containers.engine import connect_engine
+
+    engine = connect_engine()
+    import docker.errors  # there, since connect_engine found it
+
+    try:
+        containers = engine.containers.list(all=True, filters={"label": label})
+        for container in containers:
+            with contextlib.suppress(docker.errors.NotFound):  # gone meanwhile (auto-removed)
+                container.remove(force=True)  # force: one still running is killed
+        images = engine.images.list(filters={"label": label})
+        for image in images:
+            with contextlib.suppress(docker.errors.NotFound):
+                engine.images.remove(image.id, force=True)  # force: one image may carry several test tags
+        return len(containers), len(images)
+    finally:
+        engine.close()

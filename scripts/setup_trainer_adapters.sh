@@ -17,9 +17,10 @@ pip=("$VENV/bin/pip" install -q --disable-pip-version-check)
 "${pip[@]}" torch==2.13.0
 # cachetools: verl's agent loop imports it without declaring it; jmespath: TRL's response parser (the tiny model's tool calls).
 "${pip[@]}" torch==2.13.0 verl==0.9.0 cachetools trl==1.16.0 jmespath
-"${pip[@]}" -e .
+# [docker]: the suite removes the images and containers it made at its end (openenv_sdk.testing.labelled_builds)
+"${pip[@]}" -e ".[docker]"
 "${pip[@]}" --no-deps -e trainers
 # uv runs verifiers' chat program (a PEP 723 script); pytest runs the tests; mypy type-checks the
 # adapters against these trainers (adapter_tests/test_typecheck.py).
 "${pip[@]}" uv pytest pytest-timeout "mypy>=1.10"
-"$VENV/bin/python" -c "import verifiers.v1, skyrl_gym, art, verl.experimental.agent_loop.tool_agent_loop, openenv_sdk, openenv_trainers_verifiers"
+"$VENV/bin/python" -c "import verifiers.v1, skyrl_gym, art, verl.experimental.agent_loop.tool_agent_loop, openenv_sdk, openenv_trainers_verifiers, docker"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from openenv_sdk.testing import labelled_builds
+
 ECHO_DIR = Path(__file__).resolve().parent.parent / "environments" / "echo"
-TEST_SESSION_LABEL = "org.openenv.test-session"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -19,27 +19,10 @@ def _remove_the_images_this_session_built() -> Iterator[None]:
     """Every image this test session builds (in-process or through `openenv build` in a child
     process) carries a label of the session's own ($OPENENV_BUILD_LABELS), and is removed at
     the end: the suite leaves no test images behind, and never touches another run's images.
-    The engine keeps the cached layers, so the next run rebuilds them quickly."""
-    from openenv_sdk.build import BUILD_LABELS_ENV
-
-    label = f"{TEST_SESSION_LABEL}={uuid.uuid4().hex[:12]}"
-    before = os.environ.get(BUILD_LABELS_ENV)
-    os.environ[BUILD_LABELS_ENV] = f"{before},{label}" if before else label
-    yield
-    if before is None:
-        os.environ.pop(BUILD_LABELS_ENV, None)
-    else:
-        os.environ[BUILD_LABELS_ENV] = before
-    if os.environ.get("OPENENV_TEST_CONTAINERS") != "1":
-        return
-    from openenv_sdk.containers.engine import connect_engine
-
-    engine = connect_engine()
-    try:
-        for image in engine.images.list(filters={"label": label}):
-            engine.images.remove(image.id, force=True)  # force: one image may carry several test tags
-    finally:
-        engine.close()
+    The engine keeps the cached layers, so the next run rebuilds them quickly. Containers made
+    from those images carry the label too, and go first (`openenv_sdk.testing.labelled_builds`)."""
+    with labelled_builds(remove=os.environ.get("OPENENV_TEST_CONTAINERS") == "1"):
+        yield
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import httpx
 import mcp  # noqa: F401 - at collection, in the main thread: a first import racing a server thread's deadlocks
 import pytest
 
-from openenv_sdk.testing import serve_app
+from openenv_sdk.testing import labelled_builds, serve_app
 
 # ART imports litellm, which otherwise fetches a price list from the internet at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -29,6 +29,15 @@ WORDLE_DIR = REPO / "environments" / "wordle"
 ECHO_GRADER = "openenv_trainers.echo_task:ExactEchoGrader"
 
 serve = functools.partial(serve_app, timeout_s=20.0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_the_images_this_session_built() -> Iterator[None]:
+    """Every image this session builds (in process, or by `openenv build` in a child process)
+    carries a label of the session's own, and it and its containers are removed at the end,
+    never another run's: as the main suite does (tests/conftest.py)."""
+    with labelled_builds(remove=os.environ.get("OPENENV_TEST_CONTAINERS") == "1"):
+        yield
 
 
 @pytest.fixture

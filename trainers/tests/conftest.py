@@ -19,7 +19,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest
 import torch
 
-from openenv_sdk.testing import serve_app
+from openenv_sdk.testing import labelled_builds, serve_app
 
 torch.set_num_threads(1)
 
@@ -30,6 +30,15 @@ WORDLE_DIR = REPO / "environments" / "wordle"
 
 serve = functools.partial(serve_app, timeout_s=20.0)
 """`openenv_sdk.testing.serve_app`, waiting longer: a loaded machine starts uvicorn slowly."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_the_images_this_session_built() -> Iterator[None]:
+    """Every image this session builds (in process, or by `openenv build` in a child process)
+    carries a label of the session's own, and it and its containers are removed at the end,
+    never another run's: as the main suite does (tests/conftest.py)."""
+    with labelled_builds(remove=os.environ.get("OPENENV_TEST_CONTAINERS") == "1"):
+        yield
 
 
 @pytest.fixture(scope="session")
