@@ -3,7 +3,7 @@
 # workload and the WS floor, ours beside OpenEnv's) on the lent GPU machine, whose 16 quiet cores
 # make figures that a shared 2-core machine cannot. Run here, from the repository root:
 #   bash scripts/gpu/build-bench-payload.sh
-# Writes .whl/a (the SDK's runtime wheels and gradio) and .whl/b (the rest of OpenEnv 0.10.0's
+# Writes .whl/a (the SDK's runtime wheels, gradio, Debian's bubblewrap and libseccomp2) and .whl/b (the rest of OpenEnv 0.10.0's
 # environment) for Python 3.12, each under the 64 MiB a call carries beside the working tree.
 # Wheels the machine's image already holds (numpy, pandas, pillow, uvloop, hf_xet, pygments) are
 # left out: the venvs made there see the system's site-packages.
@@ -32,4 +32,6 @@ python3 -m pip download -q $PLAT -d $W/a/ours -r $W/ours.txt 2> >(grep -v "is ig
 python3 -m pip download -q $PLAT -d $W/b/oe -r $W/oe.txt 2> >(grep -v "is ignored" >&2)
 for p in numpy pandas pillow uvloop hf_xet pygments; do rm -f $W/b/oe/${p}-*.whl; done
 mv $W/b/oe/gradio-*.whl $W/a/
+# bubblewrap and libseccomp2 for the sandboxed environments (benchmarks/bench_fork.py on terminal)
+(cd $W/a && apt-get download bubblewrap libseccomp2 >/dev/null 2>&1)
 du -sh $W/a $W/b

@@ -19,6 +19,12 @@ if [[ -d $part/ours ]]; then
     chmod +x .venv/bin/openenv
 fi
 if [[ -d $part/oe ]]; then pipi .bench/openenv-venv/bin/python $part/oe/*.whl $(ls .bench/gradio-*.whl 2>/dev/null); fi
+# bubblewrap for the sandbox (dpkg -x: nothing else of the system touched)
+if compgen -G "$part/bubblewrap_*.deb" > /dev/null; then
+    command -v bwrap >/dev/null || dpkg -x $part/bubblewrap_*.deb /
+    ldconfig -p | grep -q libseccomp.so.2 || { dpkg -x $part/libseccomp2_*.deb /; ldconfig; }
+    bwrap --ro-bind / / --unshare-all --die-with-parent true && echo "bwrap runs"
+fi
 if compgen -G "$part/gradio-*.whl" > /dev/null; then mkdir -p .bench && cp $part/gradio-*.whl .bench/; fi
 .venv/bin/python -c "import sys; import openenv_sdk, websockets, uvicorn; print('ours ok', openenv_sdk.__version__, sys.version.split()[0])"
 if [[ -d $part/oe ]]; then .bench/openenv-venv/bin/python -c "import openenv.core.env_server.http_server, fastmcp; print('openenv ok')"; fi
