@@ -82,11 +82,20 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     small = max_bytes // 4  # characters: at most 4 bytes each in UTF-8
     watch = _DropWatch(websocket, state.config.disconnect_grace_s)
     watched = _may_wait(state.env_cls)
+    # The ASGI channel under starlette's `receive` and `send`: a text message in, a text reply
+    # out, with the state bookkeeping they do done here (two coroutine calls a step fewer).
+    receive, send = websocket._receive, websocket._send
     try:
         while True:
-            message = watch.pending.pop() if watch.pending else await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                break
+            if watch.pending:  # what the watch read, through starlette
+                message = watch.pending.pop()
+                if message["type"] == "websocket.disconnect":
+                    break
+            else:
+                message = await receive()
+                if message["type"] == "websocket.disconnect":
+                    websocket.client_state = WebSocketState.DISCONNECTED
+                    break
             text = message.get("text")
             if text is None or len(text) > small or text.count("[") + text.count("{") > max_depth:
                 # the checks in full: the text cannot be within the limits at a glance (a
@@ -112,7 +121,14 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
             else:  # calls that never wait cannot be cut short: no watch (the hot path)
                 reply, closing = await _handle(session, text, state)
             if reply is not None:
-                await websocket.send_text(reply)
+                if websocket.application_state is not WebSocketState.CONNECTED:
+                    await websocket.send_text(reply)  # refused as starlette refuses it (the reaper closed it)
+                else:
+                    try:
+                        await send({"type": "websocket.send", "text": reply})
+                    except OSError:  # the client is gone (uvicorn's ClientDisconnected): as starlette maps it
+                        websocket.application_state = WebSocketState.DISCONNECTED
+                        raise WebSocketDisconnect(code=1006) from None
             if closing:
                 await websocket.close(code=1000)
                 break
