@@ -23,7 +23,7 @@ from openenv_sdk.loader import load_environment
 from openenv_sdk.regrade import ArchiveRejected
 from openenv_sdk.sandbox import Sandbox
 from openenv_sdk.server import ServerConfig
-from openenv_sdk.snapshots import CheckpointError, rewrite_text, unpack_folders
+from openenv_sdk.snapshots import CheckpointError, pack_folders, rewrite_text, unpack_folders
 from openenv_sdk.testing import serve_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,6 +182,20 @@ def test_the_limits_bound_a_checkpoint_file(sandbox: Sandbox, tmp_path: Path) ->
     error = _attempt(big, sandbox, tmp_path, limits=ArchiveLimits(max_unpacked_bytes=1000))
     assert isinstance(error, ArchiveRejected) and "max_unpacked_bytes" in str(error)
     assert _empty(sandbox)
+
+
+def test_folders_nested_past_the_recursion_limit_round_trip(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The agent can `mkdir -p` 1,200 folders deep: packing walks in a loop (it recursed, and failed)."""
+    src = tmp_path / "src"
+    folder = src / "work"
+    folder.mkdir(parents=True)
+    for _ in range(1200):  # one mkdir at a time: os.makedirs itself recurses
+        folder = folder / "d"
+        folder.mkdir()
+    (folder / "f").write_text("deep")
+    pack_folders(src, FOLDERS, tmp_path / "folders.tar")
+    unpack_folders(tmp_path / "folders.tar", sandbox, FOLDERS)
+    assert (sandbox.root / "work" / Path(*["d"] * 1200) / "f").read_text() == "deep"
 
 
 # --- the saved shell the agent can replace (no tampering: the agent's own doing) ----------------

@@ -230,3 +230,38 @@ def test_packing_never_follows_a_symlink_out(tmp_path: Path, outside: Path) -> N
     with tarfile.open(fileobj=io.BytesIO(pack_workspace(src)), mode="r:gz") as tar:
         names = {m.name: m for m in tar.getmembers()}
     assert set(names) == {"escape", "file-escape"} and all(m.issym() for m in names.values())
+
+
+def test_a_folder_named_after_its_contents_is_unpacked_and_a_file_of_that_name_refused(dest: Path, tmp_path: Path) -> None:
+    def later_folder(tar: tarfile.TarFile) -> None:
+        add_file(tar, "a/b", b"inside")
+        add_entry(tar, "a", tarfile.DIRTYPE, mode=0o750)
+
+    assert unpack_workspace(make_tar(later_folder), dest) == 2
+    assert (dest / "a" / "b").read_bytes() == b"inside"
+    assert stat.S_IMODE(os.stat(dest / "a").st_mode) == 0o750
+    other = tmp_path / "other"
+    other.mkdir()
+
+    def later_file(tar: tarfile.TarFile) -> None:
+        add_file(tar, "a/b")
+        add_file(tar, "a")
+
+    refused(make_tar(later_file), other, "appears twice")
+
+
+def _nest(top: Path, depth: int) -> Path:
+    folder = top
+    for _ in range(depth):  # one mkdir at a time: os.makedirs itself recurses
+        folder = folder / "d"
+        folder.mkdir()
+    return folder
+
+
+def test_a_workspace_nested_past_the_recursion_limit_round_trips(tmp_path: Path, dest: Path) -> None:
+    """The agent can `mkdir -p` 1,200 folders deep: packing walks in a loop (it recursed, and failed)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (_nest(src, 1200) / "f").write_text("deep")
+    assert unpack_workspace(pack_workspace(src), dest) == 1201
+    assert (dest / Path(*["d"] * 1200) / "f").read_text() == "deep"
