@@ -5,8 +5,9 @@
 The episode (task `env_merge`) is reset and given a workspace of `--files` files of
 `--file-kib` KiB each, a shell state (a working directory, variables, a function) and a git
 repository; then `fork(1)` is timed `--runs` times: a checkpoint (the episode's folders copied
-into the server's store), a new WebSocket session, its restore (a new sandbox, the folders
-copied in and handed to its uid), and the checkpoint dropped. Each copy's first command is
+into the server's store), a new WebSocket session, its restore (a new sandbox; the folders'
+file checked whole by `openenv_sdk.workspace_archive`, then unpacked and handed to its uid),
+and the checkpoint dropped. Each copy's first command is
 checked against the original's, then it is closed (not timed). Also timed alone: `checkpoint`
 and `restore` on an open session. `fork_cpu` is the CPU time a fork costs the server and the
 client together: on a machine shared with other work, the wall time also holds the waits for a

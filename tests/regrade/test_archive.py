@@ -149,7 +149,12 @@ def test_device_files_are_refused(dest: Path, kind: bytes) -> None:
 
 def test_a_file_past_the_unpacked_limit_is_refused_before_anything_is_written(dest: Path) -> None:
     limits = ArchiveLimits(max_unpacked_bytes=1000)
-    data = make_tar(lambda tar: (add_file(tar, "small", b"a" * 600), add_file(tar, "big", b"b" * 600)))
+
+    def build(tar: tarfile.TarFile) -> None:
+        add_file(tar, "small", b"a" * 600)
+        add_file(tar, "big", b"b" * 600)
+
+    data = make_tar(build)
     refused(data, dest, "unpacks to over", limits)
 
 
@@ -177,7 +182,12 @@ def test_a_bomb_in_a_pax_header_is_refused(dest: Path) -> None:
 
 
 def test_too_many_members_are_refused(dest: Path) -> None:
-    data = make_tar(lambda tar: [add_file(tar, f"f{i}") for i in range(50)])
+
+    def build(tar: tarfile.TarFile) -> None:
+        for i in range(50):
+            add_file(tar, f"f{i}")
+
+    data = make_tar(build)
     refused(data, dest, "more than 20 members", ArchiveLimits(max_members=20))
 
 
