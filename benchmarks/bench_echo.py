@@ -1257,30 +1257,36 @@ CHURN_NOTES = [
     'fallen a quarter below their high and stopped falling, a full collection (what closed sessions left '
     "in reference cycles, with all it held) and glibc's `malloc_trim(0)` on a worker thread (free pages "
     'anywhere in the C heap back to the OS; a no-op without glibc), off the step path (one counter read '
-    'four times a second). 2,000 sessions at once (one client process, this machine): RSS right after 142 '
-    '-> 132 MiB (idle 91, peak 142; ~6 MiB from the collection, ~5 from the trim); 1,200 sessions, two '
-    "client processes, HEAD and after in the same run: 122 -> 113 MiB. What stays is pymalloc's: arenas "
-    'that keep a few live objects each (of ~90 after 2,000 sessions, ~70 stay, with ~28 MB of empty pools '
-    'in them) are not returned by any trim. `tests/server/test_memory_trim.py` fails without it.',
+    'four times a second). 2,000 sessions at once, HEAD and after in the same run (`--baseline-src`, two '
+    'rounds, one client process, this machine): RSS right after 145 -> 117-119 MiB (idle 89-90, peak '
+    '144-145), about half of what the sessions added; the collection and the trim each gave part of it. '
+    "What stays is pymalloc's: arenas that keep a few live objects each, and their empty pools, which no "
+    'trim returns (after 2,000 sessions, ~700 more live objects than before them). '
+    '`tests/server/test_memory_trim.py` fails without it.',
     "",
     "Where a step's time goes on our side (cProfile of the server, calls a WS step costs: "
     '`benchmarks/profile_step.py --calls`, the difference of two runs over one connection): 146 Python '
-    'calls and coroutine resumptions a step before the second cuts, 120 after (the first cuts, 172 -> 153, '
-    'were counted another way). First cuts: the '
-    "connection's loop runs in a task of its own, so a message no longer resumes the dozen ASGI "
-    "middleware and routing coroutines that await it; the envelope is read by pydantic-core's JSON parser "
-    'when it is the common one (pydantic validates the rest: the same fields, the same errors); a short '
-    "text message skips the re-encode, UTF-8 and depth pass; a session verb's error net and metrics "
-    'report are one coroutine, not three; whether a class has `step_async` is cached. Then (146 -> 120): '
-    "a step's metrics are tallied in plain numbers (a count, a sum, a bucket found by `bisect`) and added "
-    "to the registry's counters and histograms when `/metrics` is read, so the same series, names and "
-    'buckets, for 3 calls a step instead of ~13 (locks, checks, a bucket search in Python); a sync step '
-    'of a class that runs on the loop is called in place (no runner, no second `touch`), its plan (which '
-    'method, sync or not, whether an action can be a tool call) worked out once per class; the action is '
-    "validated and the observation dumped by pydantic-core's own calls, a frame fewer each; the slim "
-    'queue waits without `getattr`/`setattr`. The replies are byte-identical (HEAD and after, 23 '
-    "messages, errors included). Left: the environment's own pydantic models (the echo's observation, its "
-    "state's validated assignment), and uvicorn/starlette's receive and send (~60 of the 120).",
+    'calls and coroutine resumptions a step before the second cuts, 114-116 after (the first cuts, 172 -> '
+    "153, were counted another way). First cuts: the connection's loop runs in a task of its own, so a "
+    'message no longer resumes the dozen ASGI middleware and routing coroutines that await it; the '
+    "envelope is read by pydantic-core's JSON parser when it is the common one (pydantic validates the "
+    'rest: the same fields, the same errors); a short text message skips the re-encode, UTF-8 and depth '
+    "pass; a session verb's error net and metrics report are one coroutine, not three; whether a class "
+    "has `step_async` is cached. Then (146 -> 116): a step's metrics are tallied in plain numbers (a "
+    "count, a sum, a bucket found by `bisect`) and added to the registry's counters and histograms when "
+    '`/metrics` is read, so the same series, names and buckets, for 3 calls a step instead of ~13 (locks, '
+    'checks, a bucket search in Python); a sync step of a class that runs on the loop is called in place '
+    '(no runner, no second `touch`), its plan (which method, sync or not, whether an action can be a tool '
+    'call) worked out once per class; the action is validated and the observation dumped by '
+    "pydantic-core's own calls, a frame fewer each; the slim queue waits without `getattr`/`setattr`; the "
+    "connection's loop reads and sends text on the ASGI channel under starlette's `receive` and `send` "
+    "(their state bookkeeping done in the loop; a socket the reaper closed still goes through starlette's "
+    'refusal). The replies are byte-identical (HEAD and after, 23 messages, errors included; '
+    '`tests/server/test_ws_replies.py` holds them to the ones recorded before). WS step median, the '
+    'servers taking turns (`--floor-rounds`, `websockets` client, this loaded machine): ours x1.13-1.19 '
+    "of bare-ws, HEAD x1.30-1.94 in the same run. Left: the environment's own pydantic models (the echo's "
+    "observation, its state's validated assignment), and uvicorn/starlette's receive and send (~60 of the "
+    '116).',
 ]
 """Fixed notes of the churn section: what the profiles showed and what was done (2026-11-27)."""
 

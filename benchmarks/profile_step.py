@@ -82,7 +82,8 @@ STAGES = (
         "metrics (/metrics counters and histograms)",
         ("ServerMetrics.call_done",),
         "prometheus-client's labels() took a lock and built a key twice per step: the label children "
-        "are now looked up once per (call, outcome, tool) and cached.",
+        "are now looked up once per (call, outcome, tool) and cached; since 2026-11-27 a step is tallied "
+        "in plain numbers (a count, a sum, a bucket by bisect) and added to the registry when it is read.",
     ),
     Stage(
         "reply JSON (_dump)",
