@@ -85,9 +85,9 @@ class ServerMetrics:
 
     A call's duration and outcome are tallied in plain numbers (`call_done`, once per step,
     on the event loop) and added to the registry's counters and histograms when the registry
-    is read (`flush`): what a scrape shows is the same, and a step costs three calls, not the
-    dozen (locks, checks, a bucket search in Python) of a counter and a histogram updated
-    one by one."""
+    is read (`flush`, from `/metrics`, on the loop too: no lock needed): what a scrape shows is
+    the same, and a step costs three calls, not the dozen (locks, checks, a bucket search in
+    Python) of a counter and a histogram updated one by one."""
 
     def __init__(self, state: ServerState) -> None:
         # (call, outcome, tool) -> its tally; bounded: tools are the declared ones or

@@ -7,7 +7,8 @@ at its peak (375 MiB after 10,000 sessions, where it had started at ~90). `mallo
 releases every free page in glibc's heaps (`madvise(MADV_DONTNEED)`), wherever it lies.
 
 It runs off the hot path: `ShrinkWatch.check` reads one counter (`sys.getallocatedblocks`,
-Python's live small objects) a few times a second, and only when that count has fallen far
+Python's live small objects; from 3.12 a walk over pymalloc's pool headers, tens of
+microseconds for a few hundred MiB) a few times a second, and only when that count has fallen far
 below its highest since the last trim (many sessions ended) is the trim run, on a worker
 thread (ctypes lets the GIL go meanwhile). Where glibc is absent (musl, macOS) it does nothing.
 """
