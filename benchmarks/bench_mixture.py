@@ -1,18 +1,22 @@
 """Mixtures and curricula: zero-variance GRPO groups, uniform sampling against sampling by pass rate.
 
-    .venv-trainers/bin/python benchmarks/bench_mixture.py                      # 48 tasks per env, 400 groups per mode (docs/trainers/mixtures.md)
+    .venv-trainers/bin/python benchmarks/bench_mixture.py --tiny-model /tmp/mixture-model --build --groups 240 --attempts 8
+    .venv-trainers/bin/python benchmarks/bench_mixture.py                      # the scripted policy: 48 tasks per env, 400 groups per mode
     .venv-trainers/bin/python benchmarks/bench_mixture.py --tasks 24 --groups 80 --json out.json
-    .venv-trainers/bin/python benchmarks/bench_mixture.py --tiny-model /tmp/tiny-model --groups 16   # why not the tiny model
 
 It needs the trainers' venv (`bash scripts/setup_trainers_venv.sh`). Wordle (`environments/wordle`)
 and Guess (`examples/guess`) are served as real servers on real ports; the async rollout worker
 (`EnvRolloutWorker`) runs groups of 4 episodes on an `EnvMixture` of both (weights 0.7 / 0.3),
 through its real episode loop (`run_episode`: chat template, token accounting, MCP tool calls, the
-environments' own graders host-side). The policy is scripted (`mixture_policy.py`, through
-`intercept.ScriptedBackend`): each task has a fixed chance of being solved, 0 for 35 % of the
-tasks, 1 for 30 %, in between for the rest. The tiny model is not used: it never solves a Wordle
-or Guess task (every reward equal on every task), so every group has zero variance under any
-sampling and there is nothing for a curriculum to choose.
+environments' own graders host-side). The policy is either
+
+- `--tiny-model DIR`: a model (`TransformersBackend`, sampling at temperature 1), in practice the
+  tiny test model warmed up on both environments' oracle episodes (`mixture_model.py`; `--build`
+  builds it into DIR first when DIR holds none: about 4 minutes on a CPU). The untrained tiny
+  model never solves a task (every group zero-variance whatever the sampling); the warmed one
+  solves some tasks sometimes, as a policy partway through training does;
+- or, without it, scripted (`mixture_policy.py`, through `intercept.ScriptedBackend`): each task
+  has a fixed chance of being solved, 0 for 35 % of the tasks, 1 for 30 %, in between for the rest.
 
 Three modes, the same tasks, the same number of groups:
 
@@ -20,7 +24,8 @@ Three modes, the same tasks, the same number of groups:
 - **curriculum**: `Curriculum()` (skip pass rate 0 and 1, prefer 0.2-0.8), pass rates learnt
   online from the worker's own groups only;
 - **curriculum + profile**: the same, starting from `openenv eval --profile` of the same policy
-  (4 attempts per task, run here through the real CLI).
+  (`--attempts` per task, 4 by default, run here through the real CLI; with a model, its
+  `mixture_model.act` plays it, prompted as the worker's rows are).
 
 Figures: the fraction of groups with zero reward variance (dropped by `GroupFilter`), its
 reduction against uniform, and the mix of each batch of 32 groups the trainer takes (the

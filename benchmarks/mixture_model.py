@@ -10,15 +10,15 @@ tasks sometimes, with the trainers' own machinery and no scripting of the policy
 1. the tiny test model (`tiny_model.build_tiny_model`: tokenizer, Qwen2 weights, the tool-call
    format), as `train_env --model tiny` starts from;
 2. each environment's oracle plays the tasks through `openenv collect` (`train_env.collect_oracle`):
-   Wordle's own oracle (it reads the task's word), and for Guess `mixture_policy.oracle` (it
-   reads the number from the task's seed, as the environment draws it);
+   Wordle's own oracle (it reads the task's word), and for Guess `mixture_policy.oracle`, which
+   bisects on the environment's "higher"/"lower" (the oracle of docs/trainers/train-your-environment.md);
 3. an SFT warm-up (`warmup.assistant_labels`, `warmup.sft_warmup`, `train_env`'s settings: AdamW,
    lr 1e-2 decayed to 0, gradients clipped at 1) on those episodes, each prompted as the
    benchmark's dataset rows are (`mixture_policy.wordle_prompt`: the prompt names the task, so
    that a policy can tell the tasks apart). It warms up on a part of the tasks only
-   (`--train-every`) and stops early (`--steps`): the model then knows some tasks' answers,
-   half-knows others and has never seen the rest, and sampling at temperature 1 spreads the
-   tasks' pass rates, as a real policy's are partway through training.
+   (`--train-every`) and stops early (`--steps`): the model then half-knows a few Wordle words
+   and bisects imperfectly, and sampling at temperature 1 spreads the tasks' pass rates, as a
+   real policy's are partway through training.
 
 `act` plays the saved model as `openenv eval --policy scripted:benchmarks/mixture_model.py:act`
 (the model's folder in `$MIXTURE_MODEL`), prompting it as the rollout worker does, so that the
@@ -46,6 +46,8 @@ import mixture_policy as policy  # noqa: E402
 ORACLE = f"scripted:{HERE / 'mixture_policy.py'}:oracle"
 MAX_TURNS = 3
 """The most assistant turns of an episode (the benchmark's `EpisodeConfig.max_turns`)."""
+ORACLE_TURNS = {"wordle": MAX_TURNS, "guess": 5}
+"""The oracle's turns: Guess's bisection needs up to 4 guesses and a last word."""
 MAX_TOKENS = 64
 """The most tokens of one sampled turn (the benchmark's `SamplingParams.max_tokens`)."""
 
@@ -66,20 +68,22 @@ def collect(env: str, tasks: int, out: Path) -> list[Any]:
     from openenv_trainers.train_env import TrainEnvConfig, collect_oracle
 
     env_dir = policy.WORDLE_DIR if env == "wordle" else policy.GUESS_DIR
-    config = TrainEnvConfig(env_dir=env_dir, out=out / env, policy=None if env == "wordle" else ORACLE, max_turns=MAX_TURNS)
+    config = TrainEnvConfig(
+        env_dir=env_dir, out=out / env, policy=None if env == "wordle" else ORACLE, max_turns=ORACLE_TURNS[env]
+    )
     _, records = collect_oracle(config, tasks)
     return records
 
 
 def examples(tokenizer: Any, env: str, records: list[Any]) -> list[tuple[list[int], list[int]]]:
-    """`(input_ids, labels)` of each passed episode, its prompt replaced by the benchmark's."""
+    """`(input_ids, labels)` of each episode the oracle won, its prompt replaced by the benchmark's."""
     from openenv_trainers.warmup import assistant_labels
 
     from openenv_sdk.evaluation import chat_messages
 
     out = []
     for r in records:
-        if r.error is not None or not r.passed:
+        if r.error is not None or not r.reward_components.get("solved"):
             continue
         messages = chat_messages(r.messages)
         first = next(i for i, m in enumerate(messages) if m["role"] == "assistant")

@@ -21,6 +21,7 @@ with probability s^n + (1-s)^n. The same skills drive two players:
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from functools import cache
@@ -90,16 +91,32 @@ def act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: An
 
 
 def oracle(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: Any) -> dict[str, Any] | str:
-    """Always wins at the first guess (Wordle's word from the task id, Guess's number from the seed):
-    the worked episodes `mixture_model.py` warms the tiny model up on."""
+    """The worked episodes `mixture_model.py` warms the tiny model up on: Wordle's word from the
+    task id (as Wordle's own oracle), Guess by bisection on the feedback (finds any number in 4)."""
+    if "word" not in tools[0]["function"]["parameters"]["properties"]:
+        return _bisect(messages)
     if context.turn > 0:
         return "Done."
-    params = tools[0]["function"]["parameters"]["properties"]
-    if "word" in params:
-        arguments: dict[str, Any] = {"word": wordle_word(int(context.task_id), win=True)}
-    else:
-        arguments = {"number": guess_number(int(str(context.task_id).removeprefix("seed-")), win=True)}
-    return {"content": None, "tool_calls": [{"name": "guess", "arguments": arguments}]}
+    return {
+        "content": None,
+        "tool_calls": [{"name": "guess", "arguments": {"word": wordle_word(int(context.task_id), win=True)}}],
+    }
+
+
+def _bisect(messages: list[dict[str, Any]]) -> dict[str, Any] | str:
+    low, high, last = 1, GUESS_HIGH, None
+    for message in messages:
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            arguments = message["tool_calls"][0]["function"]["arguments"]
+            last = int((json.loads(arguments) if isinstance(arguments, str) else arguments)["number"])
+        elif message["role"] == "tool" and last is not None:
+            if "higher" in message["content"]:
+                low = last + 1
+            elif "lower" in message["content"]:
+                high = last - 1
+            else:
+                return "Found it."
+    return {"content": None, "tool_calls": [{"name": "guess", "arguments": {"number": (low + high) // 2}}]}
 
 
 _TASK = re.compile(r"\[(wordle task|guess seed) (\d+)\]")

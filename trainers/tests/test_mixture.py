@@ -201,7 +201,9 @@ def test_the_warm_up_of_the_benchmarks_model_is_the_oracles_episodes_prompted_wi
     for env in ("wordle", "guess"):
         records = mixture_model.collect(env, 3, tmp_path)
         assert sorted(mixture_model.task_index(r.task_id) for r in records) == [0, 1, 2]
-        assert all(r.error is None and r.passed for r in records), [(r.task_id, r.reward, r.error) for r in records]
+        assert all(r.error is None and r.reward_components["solved"] > 0 for r in records), [
+            (r.task_id, r.reward, r.error) for r in records
+        ]
         examples = mixture_model.examples(tokenizer, env, records)
         assert len(examples) == 3
         for r, (ids, labels) in zip(records, examples, strict=True):
