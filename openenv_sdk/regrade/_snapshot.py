@@ -8,7 +8,8 @@ An environment whose grader reads the workspace mixes `WorkspaceSnapshots` in:
 and gains `snapshot_workspace` (the workspace as a bounded tar.gz, base64, taken once every
 process of the agent has ended) and `restore_workspace` (after `reset` of the same task: the
 fresh session's workspace emptied and the archive unpacked into it by `unpack_workspace`, then
-handed to the session's user). By default the workspace is `self._sandbox.workspace` and the
+handed to the session's user). The archive and its hostile-safe unpacking are
+`openenv_sdk.workspace_archive`'s, which checkpoints use too. By default the workspace is `self._sandbox.workspace` and the
 agent's processes are `self._sandbox`'s; override `snapshot_folder`, `snapshot_quiesce` and
 `snapshot_give` for another layout.
 """

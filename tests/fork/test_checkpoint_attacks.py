@@ -21,7 +21,7 @@ from openenv_sdk import Environment, create_app
 from openenv_sdk.client import GenericEnvClient
 from openenv_sdk.loader import load_environment
 from openenv_sdk.regrade import ArchiveRejected
-from openenv_sdk.sandbox import Sandbox
+from openenv_sdk.sandbox import Sandbox, remove_tree
 from openenv_sdk.server import ServerConfig
 from openenv_sdk.snapshots import CheckpointError, pack_folders, rewrite_text, unpack_folders
 from openenv_sdk.testing import serve_app
@@ -189,13 +189,17 @@ def test_folders_nested_past_the_recursion_limit_round_trip(sandbox: Sandbox, tm
     src = tmp_path / "src"
     folder = src / "work"
     folder.mkdir(parents=True)
-    for _ in range(1200):  # one mkdir at a time: os.makedirs itself recurses
-        folder = folder / "d"
-        folder.mkdir()
-    (folder / "f").write_text("deep")
-    pack_folders(src, FOLDERS, tmp_path / "folders.tar")
-    unpack_folders(tmp_path / "folders.tar", sandbox, FOLDERS)
-    assert (sandbox.root / "work" / Path(*["d"] * 1200) / "f").read_text() == "deep"
+    try:
+        for _ in range(1200):  # one mkdir at a time: os.makedirs itself recurses
+            folder = folder / "d"
+            folder.mkdir()
+        (folder / "f").write_text("deep")
+        pack_folders(src, FOLDERS, tmp_path / "folders.tar")
+        unpack_folders(tmp_path / "folders.tar", sandbox, FOLDERS)
+        assert (sandbox.root / "work" / Path(*["d"] * 1200) / "f").read_text() == "deep"
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses, and would fail on these trees
+        remove_tree(src)
+        remove_tree(sandbox.root / "work")
 
 
 # --- the saved shell the agent can replace (no tampering: the agent's own doing) ----------------

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from openenv_sdk.regrade import ArchiveLimits, ArchiveRejected, WorkspaceTooLarge, pack_workspace, unpack_workspace
+from openenv_sdk.sandbox import remove_tree
 
 
 def make_tar(build: Callable[[tarfile.TarFile], None], *, compress: bool = True) -> bytes:
@@ -272,6 +273,10 @@ def test_a_workspace_nested_past_the_recursion_limit_round_trips(tmp_path: Path,
     """The agent can `mkdir -p` 1,200 folders deep: packing walks in a loop (it recursed, and failed)."""
     src = tmp_path / "src"
     src.mkdir()
-    (_nest(src, 1200) / "f").write_text("deep")
-    assert unpack_workspace(pack_workspace(src), dest) == 1201
-    assert (dest / Path(*["d"] * 1200) / "f").read_text() == "deep"
+    try:
+        (_nest(src, 1200) / "f").write_text("deep")
+        assert unpack_workspace(pack_workspace(src), dest) == 1201
+        assert (dest / Path(*["d"] * 1200) / "f").read_text() == "deep"
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses, and would fail on these trees
+        remove_tree(src)
+        remove_tree(dest)
