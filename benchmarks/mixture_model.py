@@ -175,9 +175,12 @@ def act(messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: An
     import torch
     from openenv_trainers.chat import parse_assistant
 
+    from openenv_sdk.evaluation import chat_messages
+
     env = "wordle" if "word" in tools[0]["function"]["parameters"]["properties"] else "guess"
     first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
-    conversation = prompt_of(env, str(context.task_id)) + messages[first:]
+    # chat_messages: tool-call arguments as dicts, as the worker's turns are rendered (a JSON string would render quoted)
+    conversation = prompt_of(env, str(context.task_id)) + chat_messages(messages[first:])
     with _lock:  # one generation at a time: eval runs policies in threads
         model, tokenizer = _model()
         ids = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=True, return_dict=False,
