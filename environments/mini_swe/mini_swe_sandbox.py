@@ -271,6 +271,7 @@ class SandboxHost:
         # sessions of the task copy it (git's three commands in a sandbox cost more than the rest
         # of a reset); root's alone, under the base, never mounted into a sandbox
         self._templates: dict[Path, Path] = {}
+        self._source_locks: dict[Path, threading.Lock] = {}
         self._remove_stale_bases()
         if self.is_root:
             hidden = HERE / "hidden"
@@ -369,28 +370,38 @@ class SandboxHost:
         sandbox = Sandbox.from_manifest(self.manifest, name="mini_swe", base_dir=self.base, mounts=mounts)
         try:
             repo, home = sandbox.make_dir("repo"), sandbox.make_dir("home")
-            template = self._templates.get(source)
+            with self._source_lock(source):  # concurrent first resets of a task: one runs git, the others copy
+                template = self._templates.get(source)
+                if template is None:
+                    dirs = self._first_session(source, sandbox, repo, home)
             if template is not None:
                 shutil.copytree(template, repo, symlinks=True, dirs_exist_ok=True)
                 sandbox.give(repo)  # the repository's top too: git refuses a checkout its user does not own
                 sandbox.give(home)
-                return SessionDirs(sandbox=sandbox, root=sandbox.root, repo=repo, home=home)
-            files, _ = read_tree(source)
-            for rel, data in files.items():
-                _write_file(repo, rel, data, mode=0o755 if os.access(source / rel, os.X_OK) else 0o644)
-            sandbox.give(repo)  # the repository's top too: git refuses a checkout its user does not own
-            sandbox.give(home)
-            dirs = SessionDirs(sandbox=sandbox, root=sandbox.root, repo=repo, home=home)
-            if self._git is not None:
-                script = "git init -q && git add -A && git commit -q -m 'initial commit'"
-                result = self.run(script, dirs)
-                if result.exit_code != 0:
-                    raise RuntimeError(f"could not set up git in the workspace: {result.render()}")
-                self._keep_template(source, repo)  # before any command of the agent: only git wrote there
+                dirs = SessionDirs(sandbox=sandbox, root=sandbox.root, repo=repo, home=home)
         except BaseException:
             sandbox.close()
             raise
         return dirs
+
+    def _first_session(self, source: Path, sandbox: Sandbox, repo: Path, home: Path) -> SessionDirs:
+        files, _ = read_tree(source)
+        for rel, data in files.items():
+            _write_file(repo, rel, data, mode=0o755 if os.access(source / rel, os.X_OK) else 0o644)
+        sandbox.give(repo)  # the repository's top too: git refuses a checkout its user does not own
+        sandbox.give(home)
+        dirs = SessionDirs(sandbox=sandbox, root=sandbox.root, repo=repo, home=home)
+        if self._git is not None:
+            script = "git init -q && git add -A && git commit -q -m 'initial commit'"
+            result = self.run(script, dirs)
+            if result.exit_code != 0:
+                raise RuntimeError(f"could not set up git in the workspace: {result.render()}")
+            self._keep_template(source, repo)  # before any command of the agent: only git wrote there
+        return dirs
+
+    def _source_lock(self, source: Path) -> threading.Lock:
+        with self._lock:
+            return self._source_locks.setdefault(source, threading.Lock())
 
     def _keep_template(self, source: Path, repo: Path) -> None:
         with self._lock:
