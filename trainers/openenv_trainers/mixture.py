@@ -99,6 +99,10 @@ class Curriculum:
     """Each new group of a task multiplies the older evidence by this (1.0: all groups weigh the same)."""
     revisit_probability: float = 0.02
     """The chance that a draw takes a skipped task (pass rate 0 or 1) anyway: the policy moves on."""
+    skip_margin: float = 0.05
+    """A pass rate within this of 0 or 1 counts as 0 or 1 (skipped). Decayed evidence never
+    reaches 0 exactly: a task a profile saw pass once, and that failed every group since, stays
+    just above 0 (at 1/8 then two groups of 0/4: 0.03), and would be drawn forever as out of band."""
 
     def __post_init__(self) -> None:
         low, high = self.band
@@ -112,6 +116,8 @@ class Curriculum:
             raise ValueError(f"decay must be in (0, 1], got {self.decay}")
         if not 0.0 <= self.revisit_probability <= 1.0:
             raise ValueError(f"revisit_probability must be in [0, 1], got {self.revisit_probability}")
+        if not 0.0 <= self.skip_margin < 0.5:
+            raise ValueError(f"skip_margin must be in [0, 0.5), got {self.skip_margin}")
 
 
 class PassRates:
@@ -173,7 +179,7 @@ class TaskSampler:
         rate = self.rates.rate(key)
         if rate is None or self.rates.attempts(key) < c.min_attempts:
             return "unknown"
-        if rate <= 0.0 or rate >= 1.0:
+        if rate <= c.skip_margin or rate >= 1.0 - c.skip_margin:
             return "skipped"
         return "in_band" if c.band[0] <= rate <= c.band[1] else "out_of_band"
 

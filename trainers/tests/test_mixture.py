@@ -54,6 +54,15 @@ def test_the_sampler_skips_tasks_at_pass_rate_0_or_1_and_prefers_the_band() -> N
     assert 0.15 < draws.count(3) / len(draws) < 0.25  # weight 0.25 against 1.0: a fifth
     assert sampler.counts() == {"unknown": 0, "skipped": 2, "in_band": 1, "out_of_band": 1}
 
+    # Decayed evidence never reaches 0: one pass long ago, none since, is 0 within skip_margin.
+    for margin, kind in ((0.05, "skipped"), (0.0, "out_of_band")):
+        sampler = TaskSampler(rows[:1], curriculum=Curriculum(skip_margin=margin))
+        sampler.rates.prior(sampler.keys[0], attempts=8, passed=1)  # a profile's 1 of 8
+        sampler.rates.update(sampler.keys[0], attempts=4, passed=0)
+        sampler.rates.update(sampler.keys[0], attempts=4, passed=0)
+        assert sampler.rates.rate(sampler.keys[0]) == pytest.approx(0.25 / 8)
+        assert sampler.kind(sampler.keys[0]) == kind
+
     # Every task skipped: uniform, counted; and a skipped task is revisited now and then.
     sampler = TaskSampler(rows[:2], curriculum=Curriculum(revisit_probability=0.1), seed=2)
     for key in sampler.keys:
@@ -69,6 +78,8 @@ def test_bad_settings_are_refused_with_what_to_set() -> None:
         Curriculum(band=(0.8, 0.2))
     with pytest.raises(ValueError, match=r"decay must be in \(0, 1\]"):
         Curriculum(decay=0)
+    with pytest.raises(ValueError, match=r"skip_margin must be in \[0, 0.5\)"):
+        Curriculum(skip_margin=0.5)
     with pytest.raises(ValueError, match="weight must be a positive number"):
         MixtureSource(name="a", sources=EnvSource(NOWHERE), tasks=_rows(1), weight=0)
     with pytest.raises(ValueError, match="without '/'"):
