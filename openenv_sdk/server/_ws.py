@@ -126,9 +126,9 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
                 else:
                     try:
                         await send({"type": "websocket.send", "text": reply})
-                    except OSError:  # the client is gone (uvicorn's ClientDisconnected): as starlette maps it
+                    except OSError:  # the client is gone (uvicorn's ClientDisconnected): the session ends
                         websocket.application_state = WebSocketState.DISCONNECTED
-                        raise WebSocketDisconnect(code=1006) from None
+                        break
             if closing:
                 await websocket.close(code=1000)
                 break
