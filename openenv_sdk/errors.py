@@ -36,8 +36,8 @@
     ├── RecordRejected               evaluation: a line of episodes.jsonl no run wrote (also a ValueError)
     ├── OutputMismatch               evaluation: the output folder holds another run's episodes (a ValueError)
     ├── ProfileError                 evaluation: a pass-rate profile that cannot be read (also a ValueError)
-    ├── ArchiveRejected              regrade: a workspace archive breaks a rule; nothing of it written (a ValueError)
-    ├── WorkspaceTooLarge            regrade: a workspace over the archive's limits is not kept (a ValueError)
+    ├── ArchiveRejected              a workspace archive (checkpoint or kept run) breaks a rule; nothing of it written (a ValueError)
+    ├── WorkspaceTooLarge            a workspace over the archive's limits is not packed (a ValueError)
     ├── NotKept                      regrade: the run folder holds no kept state, or it is damaged (a ValueError)
     ├── SnapshotUnsupported          checkpoint: an environment's state cannot be snapshotted (names what)
     ├── SnapshotTooLarge             checkpoint: a snapshot over the store's size limits

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import OpenEnvError, ServerError
-from ._archive import ArchiveLimits
+from ..workspace_archive import ArchiveLimits
 from ._store import KeptEpisode, KeptRun, StateStore
 
 __all__ = ["StateKeeper"]
