@@ -249,19 +249,29 @@ def profile_single_connection(steps: int, rate: int, workdir: Path) -> Path:
     return out
 
 
-def calls_per_step(steps: int, workdir: Path, base_steps: int = 200) -> float:
+def calls_per_step(steps: int, workdir: Path, base_steps: int = 200, by_function: list[str] | None = None) -> float:
     """Python calls (and coroutine resumptions) per WS step of `openenv serve environments/echo`
     under cProfile: (calls over `base_steps + steps` - calls over `base_steps`) / `steps`, on one
     connection (raw-frame client), each run on a fresh server stopped gracefully (cProfile
-    writes its file at exit)."""
+    writes its file at exit). `by_function`, when given, gets one line per function called on
+    the step path (its calls per step, then where it is), most called first."""
     totals = []
+    per_function: list[dict[tuple[str, int, str], int]] = []
     for n, run in ((base_steps, "a"), (base_steps + steps, "b")):
         out = workdir / f"calls-{run}.prof"
         ours = be.ours_target(None, "ours")
         target = dataclasses.replace(ours, argv=(sys.executable, "-m", "cProfile", "-o", str(out), *ours.argv))
         with be.ServerProcess(target, max_sessions=64) as server:
             asyncio.run(be.raw_ws_step_latency(server.ws_url, n, 0))
-        totals.append(pstats.Stats(str(out)).total_calls)  # type: ignore[attr-defined]
+        stats = pstats.Stats(str(out))
+        totals.append(stats.total_calls)  # type: ignore[attr-defined]
+        per_function.append({where: row[1] for where, row in stats.stats.items()})  # type: ignore[attr-defined]
+    if by_function is not None:
+        before, after = per_function
+        rows = sorted(((n - before.get(where, 0)) / steps, where) for where, n in after.items())
+        for per_step, (file, line, name) in reversed(rows):
+            if per_step >= 0.5:
+                by_function.append(f"{per_step:6.2f}  {name}  {file}:{line}")
     return (totals[1] - totals[0]) / steps
 
 
@@ -409,15 +419,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sessions", type=int, default=10_000, help="sessions at once in the second run")
     p.add_argument("--rate", type=int, default=1000, help="py-spy samples per second")
     p.add_argument("--write-docs", action="store_true", help="write the section into docs/benchmarks.md")
-    p.add_argument(
-        "--calls", action="store_true", help="only count Python calls per WS step under cProfile (over --steps steps)"
-    )
+    p.add_argument("--calls", action="store_true", help="only count Python calls per WS step under cProfile (over --steps steps)")
+    p.add_argument("--by-function", action="store_true", help="with --calls: each function's calls per step as well")
     args = p.parse_args(argv)
     be.raise_nofile_limit()
     be.try_uvloop()
     if args.calls:
         with tempfile.TemporaryDirectory(prefix="profile-calls-") as tmp:
-            print(f"{calls_per_step(args.steps, Path(tmp)):.1f} calls per step ({args.steps:,} steps, one connection)")
+            rows: list[str] | None = [] if args.by_function else None
+            per_step = calls_per_step(args.steps, Path(tmp), by_function=rows)
+            print(f"{per_step:.1f} calls per step ({args.steps:,} steps, one connection)")
+            print("\n".join(rows or ()))
         return 0
     with tempfile.TemporaryDirectory(prefix="profile-step-") as tmp:
         workdir = Path(tmp)

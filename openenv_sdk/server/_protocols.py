@@ -24,18 +24,30 @@ import asyncio
 import functools
 import json
 import re
+import struct
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import apply_mask
+from websockets.protocol import State
 
 from ._slim import SlimEvent, SlimQueue
 
 if TYPE_CHECKING:
     from websockets.frames import Frame
 
-__all__ = ["CONNECTION_KEY", "OVERSIZE_KEY", "Connection", "ServerHttpProtocol", "ServerWebSocketProtocol", "salvage_id"]
+__all__ = [
+    "CHANNEL_KEY",
+    "CONNECTION_KEY",
+    "OVERSIZE_KEY",
+    "Connection",
+    "ServerHttpProtocol",
+    "ServerWebSocketProtocol",
+    "salvage_id",
+]
 
 
 CONNECTION_KEY = "openenv.connection"
@@ -153,7 +165,12 @@ OVERSIZE_KEY = "openenv.oversize"
 """The key of the `websocket.receive` event `ServerWebSocketProtocol` hands the app in place of a
 message it left unread: `{"bytes": size, "id": the request's id or None}`."""
 
+CHANNEL_KEY = "openenv.ws_channel"
+"""The key of a WebSocket scope under which `ServerWebSocketProtocol` puts a weak reference to
+itself: the session loop's channel to the connection (`receive_message`, `send_text_now`)."""
+
 _FINAL_DATA = (0x81, 0x82)  # the first byte of a final (unfragmented) text or binary frame
+_FINAL_TEXT = 0x81
 _EDGE = 256  # bytes of a skipped message kept from its start and its end, to find its id in
 _ID = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
 _ID_AT_START = re.compile(rb'^\s*\{\s*(?:"type"\s*:\s*"[^"\\]{0,64}"\s*,\s*)?"id"\s*:\s*' + _ID)
@@ -192,12 +209,20 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
       one, hands the app the event.
 
     Every other frame goes to `websockets` unchanged.
+
+    The channel the session loop uses (`CHANNEL_KEY`): a small final text frame (a step) is
+    unmasked and decoded here, and queued as its `str`, without `websockets`' parser and
+    uvicorn's event dict (the frame changes nothing in `websockets`' state: it is whole, at a
+    frame boundary, on an open connection, with no extension); `receive_message` hands the loop
+    that `str` (any other event as uvicorn's dict) and `receive` the ASGI event for it.
+    `send_text_now` writes a reply's frame as `websockets` would serialize it. Reading is paused
+    only while a message waits in the queue unread, not after each message as uvicorn does.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # the same calls in ~0.2 KiB where asyncio's take ~3.7 KiB a connection (`_slim.py`)
-        self.queue = SlimQueue()  # type: ignore[assignment]
+        self.queue = self._messages = SlimQueue()  # type: ignore[assignment]
         self.writable = SlimEvent()  # type: ignore[assignment]
         self.writable.set()
         self._limit = self.config.ws_max_size
@@ -218,11 +243,26 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         self._tail = b""
         self._passed: list[bytes] = []  # bytes for `websockets` not handed over yet
 
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        if self.response.status_code == 101:  # weak: the scope is the protocol's own (no cycle)
+            self.scope[CHANNEL_KEY] = weakref.ref(self)  # type: ignore[literal-required]
+
     def data_received(self, data: bytes) -> None:
         n = len(data)
         # The common case first (a step), in one test: at a frame boundary, one whole final text or
         # binary frame, masked, of under 126 bytes. Nothing to skip, no fragment begins.
         if self._plain and 5 < n < 132 and data[0] in _FINAL_DATA and data[1] == 0x80 | (n - 6):
+            if data[0] == _FINAL_TEXT and n - 6 <= self._limit and not self.close_sent and self.conn.state is State.OPEN:
+                try:
+                    text = apply_mask(data[6:], data[2:6]).decode()
+                except UnicodeDecodeError:  # `websockets`' path closes with 1007, as uvicorn does
+                    pass
+                else:
+                    if not self._messages.put_nowait(text) and not self.read_paused:
+                        self.read_paused = True  # no reader waits: hold the client back until one takes it
+                        self.transport.pause_reading()
+                    return
             super().data_received(data)
             return
         if not self._scanning:
@@ -278,6 +318,45 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
                 self._frame_done()
         self._plain = not (self._left or self._header or self._dropping or self._fragment_passed)
         self._flush()
+
+    async def receive_message(self) -> Any:
+        """The next message for the session loop: a text message read by the fast path as its
+        `str`, anything else as uvicorn's ASGI event (a dict)."""
+        queue = self._messages
+        message = queue.get_nowait() if queue.qsize() else await queue.get()
+        if self.read_paused and not queue.qsize():
+            self.read_paused = False
+            self.transport.resume_reading()
+        return message
+
+    async def receive(self) -> Any:
+        message = await self.receive_message()
+        if type(message) is str:  # the fast path's text, as uvicorn's event
+            return {"type": "websocket.receive", "text": message}
+        return message
+
+    def send_text_now(self, text: str) -> bool:
+        """Write a text message's frame as `send` would (`websockets` serializes it the same: a
+        server's frames are unmasked), or False, having done nothing, where `send` must do it: the
+        transport is full, the connection is not open, an extension is on."""
+        if (
+            self.close_sent
+            or self.disconnected
+            or not self.writable.is_set()
+            or self.conn.extensions
+            or self.conn.state is not State.OPEN
+            or self.conn.expect_continuation_frame
+        ):
+            return False
+        data = text.encode()
+        n = len(data)
+        if n < 126:
+            self.transport.write(bytes((_FINAL_TEXT, n)) + data)
+        elif n < 65536:
+            self.transport.write(struct.pack("!BBH", _FINAL_TEXT, 126, n) + data)
+        else:
+            self.transport.write(struct.pack("!BBQ", _FINAL_TEXT, 127, n) + data)
+        return True
 
     def _flush(self) -> None:
         """Hand `websockets` the bytes passed so far, in order with what the scanner does next."""

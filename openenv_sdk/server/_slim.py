@@ -31,21 +31,32 @@ class SlimQueue:
     def qsize(self) -> int:
         return len(self._items)
 
-    def put_nowait(self, item: Any) -> None:
+    def put_nowait(self, item: Any) -> bool:
+        """Queue `item`; whether a waiting `get` was woken for it."""
         self._items.append(item)
-        if self._waiters is not None:
-            _wake_one(self._waiters)
+        return self._waiters is not None and _wake_one(self._waiters)
 
     async def get(self) -> Any:
-        while not self._items:
+        items = self._items
+        while not items:
+            # `_wait` inlined (this is the step's hot path)
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiters = self._waiters
+            if waiters is None:
+                waiters = self._waiters = []
+            waiters.append(waiter)
             try:
-                await _wait(self)
+                await waiter
             except asyncio.CancelledError:
-                if self._items:  # it was woken for an item it will not take: the next waiter may
-                    _wake_one(self._waiters)
+                if items:  # it was woken for an item it will not take: the next waiter may
+                    _wake_one(waiters)
                 raise
-        item = self._items.pop(0)
-        if self._items:  # more to take: another waiter may take it
+            finally:
+                waiters.remove(waiter)
+                if not waiters:
+                    self._waiters = None
+        item = items.pop(0)
+        if items and self._waiters is not None:  # more to take: another waiter may take it
             _wake_one(self._waiters)
         return item
 
@@ -97,8 +108,9 @@ async def _wait(owner: SlimQueue | SlimEvent) -> None:
             owner._waiters = None
 
 
-def _wake_one(waiters: list[asyncio.Future[None]] | None) -> None:
+def _wake_one(waiters: list[asyncio.Future[None]] | None) -> bool:
     for waiter in waiters or ():
         if not waiter.done():
             waiter.set_result(None)
-            return
+            return True
+    return False

@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -26,7 +27,7 @@ from ..types import WS_REPLY_TYPE, ErrorCode, SessionInfo, WSRequest
 from ._limits import check_json_text
 from ._mcp_compat import handle_jsonrpc
 from ._protocol import RequestRefused
-from ._protocols import OVERSIZE_KEY, salvage_id
+from ._protocols import CHANNEL_KEY, OVERSIZE_KEY, ServerWebSocketProtocol, salvage_id
 from ._tracing import handle_traced
 
 if TYPE_CHECKING:
@@ -82,21 +83,32 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     small = max_bytes // 4  # characters: at most 4 bytes each in UTF-8
     watch = _DropWatch(websocket, state.config.disconnect_grace_s)
     watched = _may_wait(state.env_cls)
+    traced = tracing.enabled()  # decided when the app is made: once a connection is enough
     # The ASGI channel under starlette's `receive` and `send`: a text message in, a text reply
     # out, with the state bookkeeping they do done here (two coroutine calls a step fewer).
-    receive, send = websocket._receive, websocket._send
+    receive: Callable[[], Awaitable[Any]] = websocket._receive
+    send = websocket._send
+    # Under our uvicorn protocol, the connection itself: a step's text comes as a `str` and its
+    # reply's frame is written at once, with no ASGI event dicts (`ServerWebSocketProtocol`).
+    channel = _channel(websocket)
+    if channel is not None:
+        receive = channel.receive_message
     try:
         while True:
             if watch.pending:  # what the watch read, through starlette
                 message = watch.pending.pop()
                 if message["type"] == "websocket.disconnect":
                     break
+                text = message.get("text")
             else:
                 message = await receive()
-                if message["type"] == "websocket.disconnect":
+                if type(message) is str:  # the channel's text message
+                    text = message
+                elif message["type"] == "websocket.disconnect":
                     websocket.client_state = WebSocketState.DISCONNECTED
                     break
-            text = message.get("text")
+                else:
+                    text = message.get("text")
             if text is None or len(text) > small or text.count("[") + text.count("{") > max_depth:
                 # the checks in full: the text cannot be within the limits at a glance (a
                 # message of text is UTF-8 already, and under `small` characters it is under
@@ -112,7 +124,7 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
                 except RequestRefused as error:
                     await websocket.send_text(_dump("error", error.payload(), _salvage_id_of(raw)))
                     continue
-            if tracing.enabled():
+            if traced:
                 with watch:
                     reply, closing = await handle_traced(_handle, session, text, state)
             elif watched:
@@ -123,6 +135,8 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
             if reply is not None:
                 if websocket.application_state is not WebSocketState.CONNECTED:
                     await websocket.send_text(reply)  # refused as starlette refuses it (the reaper closed it)
+                elif channel is not None and channel.send_text_now(reply):
+                    pass
                 else:
                     try:
                         await send({"type": "websocket.send", "text": reply})
@@ -146,6 +160,14 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     finally:
         session.on_reap = None  # the closure holds the session: no cycle left for the collector
         await state.sessions.close(session.id)
+
+
+def _channel(websocket: WebSocket) -> ServerWebSocketProtocol | None:
+    """The connection's `ServerWebSocketProtocol`, when it serves this socket and no tracing
+    wraps the ASGI channel; None otherwise (another server: the ASGI channel is used)."""
+    ref = websocket.scope.get(CHANNEL_KEY)
+    channel = ref() if ref is not None else None
+    return channel if isinstance(channel, ServerWebSocketProtocol) else None
 
 
 def _parse(text: str) -> WSRequest | _Envelope:
