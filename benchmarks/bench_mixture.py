@@ -12,7 +12,7 @@ environments' own graders host-side). The policy is either
 
 - `--tiny-model DIR`: a model (`TransformersBackend`, sampling at temperature 1), in practice the
   tiny test model warmed up on both environments' oracle episodes (`mixture_model.py`; `--build`
-  builds it into DIR first when DIR holds none: about 4 minutes on a CPU). The untrained tiny
+  builds it into DIR first when DIR holds none: about 2 minutes on a CPU). The untrained tiny
   model never solves a task (every group zero-variance whatever the sampling); the warmed one
   solves some tasks sometimes, as a policy partway through training does;
 - or, without it, scripted (`mixture_policy.py`, through `intercept.ScriptedBackend`): each task
@@ -135,6 +135,7 @@ def run_mode(
     profiles: dict[str, Path] | None,
     seed: int,
     backend: Any | None = None,
+    band: tuple[float, float] = (0.2, 0.8),
 ) -> dict[str, Any]:
     """One worker run of `groups` groups; its zero-variance groups and each batch's mix."""
     from openenv_trainers.advantages import GroupFilter
@@ -164,7 +165,7 @@ def run_mode(
             )  # fmt: skip
             for env in ("wordle", "guess")
         ],
-        curriculum=None if mode.startswith("uniform") else Curriculum(),
+        curriculum=None if mode.startswith("uniform") else Curriculum(band=band),
         seed=seed,
     )
     config = WorkerConfig(
@@ -241,7 +242,15 @@ def model_backend(model_dir: Path, seed: int) -> tuple[Any, Any]:
     return TransformersBackend(model, pad_token_id=tokenizer.pad_token_id), tokenizer
 
 
-def run(*, tasks: int, groups: int, seed: int = 0, model_dir: Path | None = None, attempts: int = 4) -> dict[str, Any]:
+def run(
+    *,
+    tasks: int,
+    groups: int,
+    seed: int = 0,
+    model_dir: Path | None = None,
+    attempts: int = 4,
+    band: tuple[float, float] = (0.2, 0.8),
+) -> dict[str, Any]:
     """The three modes; with `model_dir`, that model is the policy (worker and profile), else the scripted one."""
     import os
 
@@ -269,7 +278,7 @@ def run(*, tasks: int, groups: int, seed: int = 0, model_dir: Path | None = None
         results = []
         for mode, given in (("uniform", None), ("curriculum", None), ("curriculum + profile", profiles)):
             results.append(run_mode(mode, urls, tokenizer, tasks=tasks, groups=groups, profiles=given, seed=seed,
-                                    backend=backend()))  # fmt: skip
+                                    backend=backend(), band=band))  # fmt: skip
     base = results[0]["zero_variance_fraction"]
     for r in results:
         r["reduction"] = 1 - r["zero_variance_fraction"] / base if base else float("nan")
@@ -282,6 +291,7 @@ def run(*, tasks: int, groups: int, seed: int = 0, model_dir: Path | None = None
         "weights": WEIGHTS,
         "batch_groups": BATCH_GROUPS,
         "profile_attempts": attempts,
+        "band": list(band),
         "profile_spread": profile_spread,
         "results": results,
         "seconds": {"profile": timings["profile"], "total": time.monotonic() - started},
@@ -313,6 +323,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=400, help="groups per mode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--attempts", type=int, default=4, help="openenv eval --profile's attempts per task")
+    parser.add_argument("--band", type=float, nargs=2, default=[0.2, 0.8], metavar=("LOW", "HIGH"),
+                        help="the curriculum's preferred pass rates (default: 0.2 0.8, Curriculum's)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument(
         "--tiny-model", type=Path, help="this model (a save_pretrained folder) as the policy, not the scripted one"
@@ -326,7 +338,8 @@ def main() -> None:
         import mixture_model
 
         print(json.dumps(mixture_model.build(args.tiny_model, tasks=max(args.tasks, 48)), indent=2))
-    report = run(tasks=args.tasks, groups=args.groups, seed=args.seed, model_dir=args.tiny_model, attempts=args.attempts)
+    report = run(tasks=args.tasks, groups=args.groups, seed=args.seed, model_dir=args.tiny_model, attempts=args.attempts,
+                 band=tuple(args.band))  # fmt: skip
     print(table(report))
     print(f"profile's tasks by pass rate: {json.dumps(report['profile_spread'])}")
     if args.json:

@@ -96,7 +96,7 @@ def build(
     *,
     tasks: int = 48,
     train_every: int = 4,
-    steps: int = 800,
+    steps: int = 250,
     lr: float = 1e-2,
     batch: int = 8,
     seed: int = 0,
@@ -206,7 +206,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=48, help="tasks per environment the oracle plays (default: %(default)s)")
     parser.add_argument("--train-every", type=int, default=4,
                         help="warm up on the tasks i with i %% N != N-1 (1: all) (default: %(default)s)")  # fmt: skip
-    parser.add_argument("--steps", type=int, default=800, help="SFT steps (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=250, help="SFT steps (default: %(default)s)")
     parser.add_argument("--lr", type=float, default=1e-2, help="SFT learning rate, decayed to 0 (default: %(default)s)")
     parser.add_argument("--batch", type=int, default=8, help="episodes per SFT step (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
