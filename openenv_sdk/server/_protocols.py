@@ -26,7 +26,7 @@ import json
 import re
 import struct
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -171,6 +171,7 @@ itself: the session loop's channel to the connection (`receive_message`, `send_t
 
 _FINAL_DATA = (0x81, 0x82)  # the first byte of a final (unfragmented) text or binary frame
 _FINAL_TEXT = 0x81
+_SMALL_TEXT_HEADERS = [bytes((_FINAL_TEXT, n)) for n in range(126)]  # a server's text frame of n < 126 bytes
 _EDGE = 256  # bytes of a skipped message kept from its start and its end, to find its id in
 _ID = rb'(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
 _ID_AT_START = re.compile(rb'^\s*\{\s*(?:"type"\s*:\s*"[^"\\]{0,64}"\s*,\s*)?"id"\s*:\s*' + _ID)
@@ -226,6 +227,7 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         self.writable = SlimEvent()  # type: ignore[assignment]
         self.writable.set()
         self._limit = self.config.ws_max_size
+        self._write_paused = False  # the transport's buffer is over its high-water mark
         self._scanning = False  # the first bytes are the upgrade request, not frames
         self._plain = False  # at a frame boundary, nothing skipped or fragmented under way
         self._header = b""  # an incomplete frame header
@@ -319,21 +321,38 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         self._plain = not (self._left or self._header or self._dropping or self._fragment_passed)
         self._flush()
 
-    async def receive_message(self) -> Any:
+    def receive_message(self) -> Awaitable[Any]:
         """The next message for the session loop: a text message read by the fast path as its
-        `str`, anything else as uvicorn's ASGI event (a dict)."""
-        queue = self._messages
-        message = queue.get_nowait() if queue.qsize() else await queue.get()
-        if self.read_paused and not queue.qsize():
+        `str`, anything else as uvicorn's ASGI event (a dict). Reading paused (a message waited
+        unread) resumes once the queue is empty, as in uvicorn's `receive`."""
+        if self.read_paused:
+            if self._messages.qsize():
+                return self._receive_resuming()
+            # taken already by a `get` that was waiting (uvicorn pauses after each message it queues)
+            self.read_paused = False
+            self.transport.resume_reading()
+        return self._messages.get()  # the queue's own coroutine: no frame of ours around it
+
+    async def _receive_resuming(self) -> Any:
+        message = await self._messages.get()
+        if self.read_paused and not self._messages.qsize():
             self.read_paused = False
             self.transport.resume_reading()
         return message
 
     async def receive(self) -> Any:
-        message = await self.receive_message()
+        message = await self._receive_resuming()
         if type(message) is str:  # the fast path's text, as uvicorn's event
             return {"type": "websocket.receive", "text": message}
         return message
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        super().pause_writing()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        super().resume_writing()
 
     def send_text_now(self, text: str) -> bool:
         """Write a text message's frame as `send` would (`websockets` serializes it the same: a
@@ -342,7 +361,7 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         if (
             self.close_sent
             or self.disconnected
-            or not self.writable.is_set()
+            or self._write_paused
             or self.conn.extensions
             or self.conn.state is not State.OPEN
             or self.conn.expect_continuation_frame
@@ -351,7 +370,7 @@ class ServerWebSocketProtocol(WebSocketsSansIOProtocol):
         data = text.encode()
         n = len(data)
         if n < 126:
-            self.transport.write(bytes((_FINAL_TEXT, n)) + data)
+            self.transport.write(_SMALL_TEXT_HEADERS[n] + data)
         elif n < 65536:
             self.transport.write(struct.pack("!BBH", _FINAL_TEXT, 126, n) + data)
         else:

@@ -15,6 +15,7 @@ import asyncio
 import inspect
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -170,11 +171,11 @@ def _channel(websocket: WebSocket) -> ServerWebSocketProtocol | None:
     return channel if isinstance(channel, ServerWebSocketProtocol) else None
 
 
-def _parse(text: str) -> WSRequest | _Envelope:
-    """The envelope, as `WSRequest.model_validate_json` reads it. The common message (an object
-    whose `type` is a string, `data` an object or null, `id` a string, a 64-bit int or null) is
-    read by pydantic-core's JSON parser alone; pydantic validates everything else, so anything
-    it would refuse or convert is refused or converted as before.
+def _parse(text: str) -> tuple[str, dict[str, Any] | None, str | int | None]:
+    """The envelope's `type`, `data` and `id`, as `WSRequest.model_validate_json` reads them. The
+    common message (an object whose `type` is a string, `data` an object or null, `id` a string,
+    a 64-bit int or null) is read by pydantic-core's JSON parser alone; pydantic validates
+    everything else, so anything it would refuse or convert is refused or converted as before.
 
     Raises:
         ValidationError: what `WSRequest.model_validate_json` raises.
@@ -190,26 +191,18 @@ def _parse(text: str) -> WSRequest | _Envelope:
             and (data is None or type(data) is dict)
             and (request_id is None or type(request_id) is str or (type(request_id) is int and _I64[0] <= request_id <= _I64[1]))
         ):
-            return _Envelope(kind, data, request_id)
-    return WSRequest.model_validate_json(text)
+            return kind, data, request_id
+    request = WSRequest.model_validate_json(text)
+    return request.type, request.data, request.id
 
 
 _I64 = (-(2**63), 2**63 - 1)
 
 
-class _Envelope:
-    """A message `_parse` read without pydantic: `WSRequest`'s fields, nothing else."""
-
-    __slots__ = ("type", "data", "id")
-
-    def __init__(self, kind: str, data: dict[str, Any] | None, request_id: str | int | None) -> None:
-        self.type, self.data, self.id = kind, data, request_id
-
-
 async def _handle(session: Session, text: str, state: ServerState) -> tuple[str | None, bool]:
     """One message in, one reply out (and whether the session ends)."""
     try:
-        request = _parse(text)
+        kind, body, request_id = _parse(text)
     except ValidationError as e:
         request_id = _salvage_id(text)
         if any(err["type"] == "json_invalid" for err in e.errors()):
@@ -218,29 +211,28 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
         else:
             error = RequestRefused.from_validation(e, "Invalid message")
         return _dump("error", error.payload(), request_id), False
-    session.touch()
-    kind = request.type
+    session.last_active = time.monotonic()  # `session.touch()`, one call fewer (the hot path)
     try:
         if kind == "step":
-            data: Any = await session.step(request.data)
+            data: Any = await session.step(body)
         elif kind == "reset":
-            data = await session.reset(request.data)
+            data = await session.reset(body)
         elif kind == "state":
             data = await session.state()
         elif kind == "close":
             return None, True
         elif kind == "mcp":
-            data = await handle_jsonrpc(request.data, session=session, env_cls=state.env_cls)
+            data = await handle_jsonrpc(body, session=session, env_cls=state.env_cls)
         elif kind == "session":
             data = SessionInfo(session_id=session.id, mcp_token=session.mcp_token).model_dump()
         elif kind == "call":
-            body = request.data or {}
-            name = body.get("name")
+            call = body or {}
+            name = call.get("name")
             if not isinstance(name, str):
                 raise RequestRefused(ErrorCode.VALIDATION_ERROR, "call needs data.name (the orchestrator call)")
-            data = {"name": name, "result": await session.call(name, body.get("arguments"))}
+            data = {"name": name, "result": await session.call(name, call.get("arguments"))}
         elif kind in _SNAPSHOT_VERBS:  # orchestrator-only: checkpoint, restore, drop_checkpoint (_snapshots.py)
-            data = await _snapshot_verb(kind, session, state, request.data)
+            data = await _snapshot_verb(kind, session, state, body)
         else:
             raise RequestRefused(
                 ErrorCode.UNKNOWN_TYPE,
@@ -248,8 +240,8 @@ async def _handle(session: Session, text: str, state: ServerState) -> tuple[str 
                 f"checkpoint, restore, drop_checkpoint",
             )
     except RequestRefused as e:
-        return _dump("error", e.payload(), request.id), False
-    return _dump(WS_REPLY_TYPE[kind], data, request.id), False
+        return _dump("error", e.payload(), request_id), False
+    return _dump(WS_REPLY_TYPE[kind], data, request_id), False
 
 
 _SNAPSHOT_VERBS = frozenset({"checkpoint", "restore", "drop_checkpoint"})

@@ -177,3 +177,13 @@ def test_a_text_frame_after_the_clients_close_is_not_answered(client: RawClient)
     except (ConnectionError, OSError):
         pass
     assert [opcode for _, opcode, _ in frames] == [0x8], frames
+
+
+def test_small_and_large_messages_alternate(client: RawClient) -> None:
+    """Messages over 125 bytes go through `websockets`' parser and uvicorn's queueing (which
+    pauses reading after each); small ones take the fast path: alternated, each is answered
+    (a reader that waited on a paused connection would hang here)."""
+    for i in range(6):
+        message = "y" * (300 if i % 2 else 3)
+        reply = client.ask({"type": "step", "id": i, "data": {"message": message}})
+        assert (reply["id"], reply["data"]["observation"]["echoed"]) == (i, message)
