@@ -1282,11 +1282,26 @@ CHURN_NOTES = [
     "connection's loop reads and sends text on the ASGI channel under starlette's `receive` and `send` "
     "(their state bookkeeping done in the loop; a socket the reaper closed still goes through starlette's "
     'refusal). The replies are byte-identical (HEAD and after, 23 messages, errors included; '
-    '`tests/server/test_ws_replies.py` holds them to the ones recorded before). WS step median, the '
-    'servers taking turns (`--floor-rounds`, `websockets` client, this loaded machine): ours x1.13-1.19 '
-    "of bare-ws, HEAD x1.30-1.94 in the same run. Left: the environment's own pydantic models (the echo's "
-    "observation, its state's validated assignment), and uvicorn/starlette's receive and send (~60 of the "
-    '116).',
+    '`tests/server/test_ws_replies.py` holds them to the ones recorded before). Then (114 -> 65): the '
+    "connection's loop talks to the connection itself, `ServerWebSocketProtocol` (our subclass of "
+    "uvicorn's sans-I/O protocol, reached through the scope): a small text frame (whole, under 126 bytes,"
+    ' at a frame boundary, on an open connection) is unmasked and decoded there and queued as its `str`, '
+    "with no `websockets` parser and no ASGI event dict, and the reply's frame is written at once, the "
+    'bytes `websockets` would serialize (the ASGI `send` whenever the transport is paused, the connection'
+    ' is not open or an extension is on); reading is paused only while a message waits unread, not after '
+    'each one as uvicorn does; larger and fragmented messages, oversize, control frames and a starlette '
+    'reader (the disconnect watch) go the ASGI way as before. On the hot path too: the envelope parsed to'
+    " a tuple, `touch` and `guard_sync` inlined, the slim queue's wait inlined and its coroutine awaited "
+    'by the loop directly. The replies are the same bytes (`tests/server/test_ws_replies.py`; '
+    "`tests/server/test_ws_channel.py` reads the frames back byte for byte against `websockets`' "
+    'serializer). WS step median, the servers taking turns (`--floor-rounds 9`, `websockets` client, this'
+    ' loaded 2-core machine, two runs; `benchmarks/results/ws-floor-channel-local.log`): ours x0.98, '
+    '0.99, 1.00, 1.06, 1.02, 0.72, 1.42, 1.44, 0.91 of bare-ws per round, and x0.93, 0.94, 0.94, 0.93, '
+    '0.69, 0.86, 0.64, 1.02, 0.73; before (commit 55d8160) x1.22-1.64 and x0.99-1.20 in the same rounds; '
+    'ours x0.59-0.89 of before. Left of the 65 (`profile_step.py --calls --by-function` lists them): the '
+    "environment's own code and pydantic models (~11: the echo's observation, its state's validated "
+    "assignment, `Environment.state`'s `typing.cast`), the metrics tally (5), the envelope's JSON in and "
+    "out (~9), the session's step (~12), the frame's read, queue and write (~19).",
 ]
 """Fixed notes of the churn section: what the profiles showed and what was done (2026-11-27)."""
 
