@@ -164,11 +164,14 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
 
 
 def _channel(websocket: WebSocket) -> ServerWebSocketProtocol | None:
-    """The connection's `ServerWebSocketProtocol`, when it serves this socket and no tracing
-    wraps the ASGI channel; None otherwise (another server: the ASGI channel is used)."""
+    """The connection's `ServerWebSocketProtocol`, when it serves this socket and the app gets
+    its `receive` unwrapped (no middleware reads the messages on the way); None otherwise (another
+    server, or a wrapping middleware: the ASGI channel is used)."""
     ref = websocket.scope.get(CHANNEL_KEY)
     channel = ref() if ref is not None else None
-    return channel if isinstance(channel, ServerWebSocketProtocol) else None
+    if isinstance(channel, ServerWebSocketProtocol) and websocket._receive == channel.receive:
+        return channel
+    return None
 
 
 def _parse(text: str) -> tuple[str, dict[str, Any] | None, str | int | None]:

@@ -187,3 +187,32 @@ def test_small_and_large_messages_alternate(client: RawClient) -> None:
         message = "y" * (300 if i % 2 else 3)
         reply = client.ask({"type": "step", "id": i, "data": {"message": message}})
         assert (reply["id"], reply["data"]["observation"]["echoed"]) == (i, message)
+
+
+def test_a_middleware_that_wraps_receive_still_sees_every_message() -> None:
+    """An app wrapped in a middleware that reads the messages on their way in (here: counts
+    them): the loop keeps to the ASGI channel, so the middleware sees each step."""
+    seen: list[str] = []
+    inner = create_app(ProbeEnv, factory=probe_factory(ProbeEnv))
+
+    class Counting:
+        state = inner.state  # `serve` runs it on our protocols, as it runs `inner`
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            async def counted() -> Any:
+                message = await receive()
+                if message.get("text") is not None:
+                    seen.append(message["text"])
+                return message
+
+            await inner(scope, counted if scope["type"] == "websocket" else receive, send)
+
+    with serve(Counting()) as url:
+        conn = RawClient(url)
+        try:
+            assert conn.ask({"type": "reset"})["type"] == "observation"
+            for i in range(3):
+                assert conn.ask({"type": "step", "id": i, "data": {"message": "hi"}})["id"] == i
+        finally:
+            conn.close()
+    assert len(seen) == 4, seen
