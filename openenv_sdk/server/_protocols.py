@@ -1,7 +1,9 @@
 """uvicorn's protocols with fixes, given to uvicorn by `uvicorn_limits` (`http=`, `ws=`).
 
 `ServerWebSocketProtocol`: a message over the size limit is passed over and answered with a
-typed error, not a 1009 close (see the class). `ServerHttpProtocol`:
+typed error, not a 1009 close; and the session loop's channel (`CHANNEL_KEY`): a small text
+frame read, and a reply's frame written, with no ASGI event dicts (see the class).
+`ServerHttpProtocol`:
 
 - Each request's scope names its connection (`CONNECTION_KEY`: a `Connection`, told when the
   connection closes), so that a session a request made can end with its client.
