@@ -34,7 +34,13 @@ def uvicorn_threads() -> list[str]:
 
 
 def test_api() -> None:
-    assert sorted(openenv_sdk.testing.__all__) == ["DEFAULT_SERVE_TIMEOUT_S", "serve_app"]
+    assert sorted(openenv_sdk.testing.__all__) == [
+        "DEFAULT_SERVE_TIMEOUT_S",
+        "TEST_SESSION_LABEL",
+        "labelled_builds",
+        "remove_labelled",
+        "serve_app",
+    ]
 
 
 def test_serves_on_a_free_loopback_port_and_stops() -> None:
