@@ -60,10 +60,16 @@ def malloc_trim() -> bool:
 class ShrinkWatch:
     """Says when live objects have fallen far enough below their high since the last trim."""
 
-    __slots__ = ("high", "last", "fraction", "min_blocks", "trims")
+    __slots__ = ("high", "last", "fraction", "min_blocks", "trims", "count")
 
-    def __init__(self, fraction: float = SHRINK_FRACTION, min_blocks: int = MIN_SHRINK_BLOCKS) -> None:
-        self.high = self.last = sys.getallocatedblocks()
+    def __init__(
+        self,
+        fraction: float = SHRINK_FRACTION,
+        min_blocks: int = MIN_SHRINK_BLOCKS,
+        count: Callable[[], int] = sys.getallocatedblocks,
+    ) -> None:
+        self.count = count  # live objects (the process's, by default: every thread's allocations count)
+        self.high = self.last = count()
         self.fraction = fraction
         self.min_blocks = min_blocks
         self.trims = 0
@@ -72,7 +78,7 @@ class ShrinkWatch:
         """Whether to trim now: the count has fallen far below its high, and has stopped falling
         (sessions that close free their connections' C buffers over the next turns of the loop:
         a trim in the middle of the ebb would miss them). The high is then reset to the count now."""
-        blocks = sys.getallocatedblocks()
+        blocks = self.count()
         last, self.last = self.last, blocks
         if blocks > self.high:
             self.high = blocks
@@ -97,6 +103,6 @@ async def trim_when_shrunk(watch: ShrinkWatch | None = None, check_every_s: floa
             # first a full collection: what the ended sessions left in reference cycles (with all
             # it holds) is freed now, not at the next timed one; what it frees is trimmed too
             gc.collect()
-            watch.high = watch.last = sys.getallocatedblocks()
+            watch.high = watch.last = watch.count()
             with contextlib.suppress(RuntimeError):  # the executor is shutting down with the server
                 await loop.run_in_executor(None, malloc_trim)
