@@ -34,6 +34,7 @@ AREAS = {
     "test_attack_mini_swe": "mini_swe",
     "test_attack_images": "images",
     "test_attack_harbor_image": "harbor (own image)",
+    "test_attack_checkpoint": "checkpoint",
 }
 
 
