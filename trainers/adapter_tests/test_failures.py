@@ -308,7 +308,8 @@ def test_verifiers_failed_episodes_are_errored_traces_with_their_cause_and_no_re
         p = by_task[(prompt, reset["fault"])]
         if p.fault == "none":
             (trace,) = episode.traces
-            assert episode.ok and trace.reward == p.expected_reward, (p, episode.errors)
+            why = (p, episode.errors, trace.errors, trace.stop_condition, trace.is_timeout)
+            assert episode.ok and trace.reward == p.expected_reward, why
         else:
             assert not episode.ok
             (error,) = episode.errors
