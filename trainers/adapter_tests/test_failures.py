@@ -272,7 +272,9 @@ def test_verl_failed_rows_train_nothing_and_openenv_grpo_is_verls_grpo_over_the_
 
 VF_EPISODES = int(os.environ.get("OPENENV_VF_FAULT_EPISODES", "16"))
 """Through `run_eval` (each episode runs verifiers' harness program, a `uv` subprocess): 16 in the
-suite; `OPENENV_VF_FAULT_EPISODES=500` plays the whole plan (about 12 minutes on 2 cores)."""
+suite; `OPENENV_VF_FAULT_EPISODES=500` plays the whole plan. On 2 cores that run failed: `run_eval`
+starts the harness processes all at once (load average ~76), and a no-fault episode's harness
+timed out (`HarnessError`, reported as a failed trace with no reward); it needs more cores."""
 
 
 @pytest.mark.timeout(600 if VF_EPISODES <= 16 else 3600)
