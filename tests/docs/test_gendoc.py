@@ -3,14 +3,13 @@ loaded by file path as the other tests load them (scripts/ is then not on the pa
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .test_generated_docs import _script
+
 SCRIPTS = {  # script: the module attribute naming where it writes
     "gen_api_docs": "DOCS_PATH",
     "gen_cli_docs": "DOCS_PATH",
@@ -20,22 +19,13 @@ SCRIPTS = {  # script: the module attribute naming where it writes
 }
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"openenv_gendoc_{name}", ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # pydantic resolves the script's annotations through it
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_a_script_checks_writes_and_checks_again_through_the_helper(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Pointed at an empty folder: --check fails naming each missing file on stderr, a run writes
     them, --check then passes; the script's `main` is the shared helper's, not a copy."""
-    script = _load(name)
+    script = _script(name)
     gendoc = sys.modules["_gendoc"]
     assert script.write_or_check is gendoc.write_or_check
     where = tmp_path / "docs" / ("protocol" if SCRIPTS[name] == "DOCS_DIR" else "page.md")
